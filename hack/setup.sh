@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Everything a fresh machine needs, idempotent and quiet on a second run:
+#  - Debian packages the test cluster uses (docker-registry, iproute2, openssl, time)
+#  - the Python virtualenv with the pinned Ansible bundle and test tools (.venv)
+#  - the collection symlink that makes the checkout importable as kubevirtci.dra_cpu
+# Knobs: PYTHON (interpreter for the venv, default python3.11 from pyenv if present),
+#        VENV (.venv), SETUP_SKIP_APT=true (no apt-get).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+log() { printf '[setup] %s\n' "$*"; }
+
+if [ "${SETUP_SKIP_APT:-false}" != true ]; then
+  need=()
+  [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
+  command -v ip >/dev/null || need+=(iproute2)
+  command -v openssl >/dev/null || need+=(openssl)
+  [ -x /usr/bin/time ] || need+=(time)
+  if [ ${#need[@]} -gt 0 ]; then
+    log "installing Debian packages: ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    # the packaged registry starts a system service; the test cluster runs its own instance
+    systemctl disable --now docker-registry >/dev/null 2>&1 || true
+  fi
+fi
+
+venv=${VENV:-.venv}
+py=${PYTHON:-}
+if [ -z "$py" ]; then
+  for cand in /root/.pyenv/versions/3.11.*/bin/python3.11 "$(command -v python3.11 || true)" "$(command -v python3 || true)"; do
+    [ -n "$cand" ] && [ -x "$cand" ] && { py=$cand; break; }
+  done
+fi
+stamp="$venv/.requirements.sha256"
+want=$(cat requirements.txt requirements-test.txt | sha256sum | cut -d' ' -f1)
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  log "creating $venv with $py ($("$py" --version))"
+  "$py" -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q -r requirements-test.txt
+  echo "$want" > "$stamp"
+fi
+
+mkdir -p .collections/ansible_collections/kubevirtci
+ln -sfn ../../.. .collections/ansible_collections/kubevirtci/dra_cpu
+log "ready: $("$venv/bin/ansible" --version | head -1), $("$venv/bin/python" --version)"

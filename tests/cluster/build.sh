@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds (once) the real programs of the test cluster from pinned Go modules into a cache keyed by
+# version, outside the checkout. A second run, or a fresh clone on the same machine, builds nothing.
+#
+#   build.sh [all|etcd|helm|kubernetes]     prints the directory holding the binaries
+#
+# Knobs: CLUSTER_K8S_VERSION (v1.36.3), CLUSTER_ETCD_VERSION (from tools/etcd/go.mod),
+#        CLUSTER_CACHE_DIR (${XDG_CACHE_HOME:-$HOME/.cache}/kubevirtci-dra-cpu)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${CLUSTER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubevirtci-dra-cpu}
+k8s_version=${CLUSTER_K8S_VERSION:-v1.36.3}
+what=${1:-all}
+
+log() { printf '[build] %s\n' "$*" >&2; }
+
+mod_version() { # module path, go.mod -> pinned version
+  awk -v m="$1" '$1==m || ($1=="require" && $2==m) {print ($1=="require") ? $3 : $2; exit}' "$2"
+}
+
+go_build() { # name, module dir, out dir, packages...
+  local name=$1 dir=$2 out=$3; shift 3
+  if [ -f "$out/.complete" ]; then return 0; fi
+  mkdir -p "$out"
+  log "building $name into $out (first run only; kubernetes takes many minutes on 2 cores)"
+  local start=$SECONDS
+  ( cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 /usr/bin/time -f "%e s wall, %M KiB peak RSS" \
+      -o "$out/.build-stats" go build -trimpath -ldflags='-s -w' -o "$out/" "$@" ) &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 30
+    kill -0 "$pid" 2>/dev/null && log "$name: still building ($((SECONDS - start)) s)"
+  done
+  wait "$pid"
+  log "$name built: $(cat "$out/.build-stats" 2>/dev/null)"
+  touch "$out/.complete"
+}
+
+build_etcd() {
+  local v; v=$(mod_version go.etcd.io/etcd/server/v3 "$here/tools/etcd/go.mod")
+  go_build "etcd $v" "$here/tools/etcd" "$cache/etcd/$v" .
+  echo "$cache/etcd/$v"
+}
+
+build_helm() {
+  local v; v=$(mod_version helm.sh/helm/v3 "$here/tools/helm/go.mod")
+  go_build "helm $v" "$here/tools/helm" "$cache/helm/$v" helm.sh/helm/v3/cmd/helm
+  echo "$cache/helm/$v"
+}
+
+build_kubernetes() {
+  local dir="$here/tools/kubernetes/$k8s_version"
+  if [ ! -f "$dir/go.mod" ]; then
+    echo "no build files for Kubernetes $k8s_version under $dir (have: $(ls "$here/tools/kubernetes"))" >&2
+    exit 2
+  fi
+  # one go build for all three commands, so they share compiled packages
+  go_build "kubernetes $k8s_version" "$dir" "$cache/kubernetes/$k8s_version" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler
+  echo "$cache/kubernetes/$k8s_version"
+}
+
+case "$what" in
+  etcd) build_etcd ;;
+  helm) build_helm ;;
+  kubernetes) build_kubernetes ;;
+  all) build_etcd; build_helm; build_kubernetes ;;
+  *) echo "usage: $0 [all|etcd|helm|kubernetes]" >&2; exit 2 ;;
+esac
