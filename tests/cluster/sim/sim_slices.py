@@ -1,0 +1,178 @@
+"""ResourceSlices exactly as dra-driver-cpu publishes them (pure).
+
+Input: the node's Topology, the driver's effective DriverConfig and the image flavor.
+Output: the device list and the chunked slice bodies for one pool/generation.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+DRIVER = "dra.cpu"
+D = "dra.cpu/"
+MAX_DEVICES_PER_SLICE = 128
+MAX_DEVICES_PER_SLICE_PCIE = 64
+
+
+def _int(v):
+    return {"int": int(v)}
+
+
+def _bool(v):
+    return {"bool": bool(v)}
+
+
+def _str(v):
+    return {"string": str(v)}
+
+
+def available_cpus(topo, reserved) -> list:
+    """Available CPUs sorted by id with SMT siblings adjacent (sort key: first id of the core, id)."""
+    res = set(reserved or [])
+    first_of_core = {}
+    for c in topo.cpus:
+        first_of_core[c.core] = min(first_of_core.get(c.core, c.id), c.id)
+    return sorted((c for c in topo.cpus if c.id not in res), key=lambda c: (first_of_core[c.core], c.id))
+
+
+def build_devices(topo, cfg) -> list:
+    """The devices the driver publishes for this node (before chunking)."""
+    main = cfg.flavor == "main"
+    avail = available_cpus(topo, cfg.reserved_cpus)
+    smt = topo.smt
+    devices = []
+    if cfg.cpu_device_mode == "individual":
+        for n, c in enumerate(avail):
+            attrs = {
+                D + "numaNodeID": _int(c.numa),
+                D + "socketID": _int(c.socket),
+                D + "smtEnabled": _bool(smt),
+                D + "cacheL3ID": _int(c.l3),
+                D + "coreType": _str("standard"),
+                D + "coreID": _int(c.core_id),
+                D + "cpuID": _int(c.id),
+                "dra.net/numaNode": _int(c.numa),
+            }
+            if main:
+                attrs["resource.kubernetes.io/numaNode"] = _int(c.numa)
+            devices.append({"name": f"cpudev{n:03d}", "attributes": attrs})
+        return devices
+
+    def grouped(name, cpus, attrs):
+        if not cpus:
+            return  # a group left with 0 CPUs is not published
+        attrs[D + "numCPUs"] = _int(len(cpus))
+        devices.append({
+            "name": name,
+            "allowMultipleAllocations": True,
+            "attributes": attrs,
+            "capacity": {D + "cpu": {"value": str(len(cpus))}},
+        })
+
+    if cfg.group_by == "numanode":
+        for numa in sorted(topo.cells):
+            cpus = [c for c in avail if c.numa == numa]
+            sock = min((c.socket for c in cpus), default=0)
+            attrs = {
+                D + "numaNodeID": _int(numa),
+                D + "socketID": _int(sock),
+                D + "smtEnabled": _bool(smt),
+                "dra.net/numaNode": _int(numa),
+            }
+            if main:
+                attrs["resource.kubernetes.io/numaNode"] = _int(numa)
+            grouped(f"cpudevnuma{numa:03d}", cpus, attrs)
+    elif cfg.group_by == "socket":
+        for sock in sorted({c.socket for c in topo.cpus}):
+            cpus = [c for c in avail if c.socket == sock]
+            grouped(f"cpudevsocket{sock:03d}", cpus, {D + "socketID": _int(sock), D + "smtEnabled": _bool(smt)})
+    else:
+        grouped("cpudevmachine", avail, {D + "smtEnabled": _bool(smt)})
+    return devices
+
+
+def chunk(devices: list, max_per: int, min_chunks: int = 1) -> list:
+    """Split into ceil(n/max_per) chunks (at least min_chunks; then spread evenly, chunks may be empty)."""
+    n = len(devices)
+    natural = max(1, -(-n // max_per))
+    count = max(natural, int(min_chunks))
+    if count == natural:
+        return [devices[i * max_per:(i + 1) * max_per] for i in range(count)]
+    base, extra = divmod(n, count)
+    out, i = [], 0
+    for k in range(count):
+        size = base + (1 if k < extra else 0)
+        out.append(devices[i:i + size])
+        i += size
+    return out
+
+
+def chunks_for(devices: list, cfg, min_chunks: int = 1) -> list:
+    """Chunking as the release does it: v0.1/v0.2 chunk only individual mode, main chunks every mode."""
+    max_per = MAX_DEVICES_PER_SLICE_PCIE if cfg.expose_pcie_roots else MAX_DEVICES_PER_SLICE
+    if cfg.flavor != "main" and cfg.cpu_device_mode != "individual" and min_chunks <= 1:
+        return [devices]
+    return chunk(devices, max_per, min_chunks)
+
+
+def generate_name(node: str, flavor: str) -> str:
+    return f"{node}-{DRIVER}-" if flavor == "v0.1" else f"00000-{DRIVER}-{node}-"
+
+
+def slice_body(node: str, node_uid: str, pool: str, generation: int, count: int, devices: list,
+               flavor: str, owner_name: str | None = None) -> dict:
+    owner = owner_name or node
+    meta = {"generateName": generate_name(node, flavor)}
+    if node_uid:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": owner, "uid": node_uid,
+                                    "controller": True}]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": meta,
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": pool, "generation": int(generation), "resourceSliceCount": int(count)},
+            "devices": devices,
+        },
+    }
+
+
+def build_slices(topo, cfg, node: str, node_uid: str, generation: int, min_chunks: int = 1) -> list:
+    """All slice bodies of the pool at `generation`; [] when every CPU is reserved."""
+    devices = build_devices(topo, cfg)
+    if not devices:
+        return []
+    parts = chunks_for(devices, cfg, min_chunks)
+    return [slice_body(node, node_uid, node, generation, len(parts), d, cfg.flavor) for d in parts]
+
+
+def strip_dropped(devices: list) -> list:
+    """Devices without the fields an API server may drop (for comparing intent with storage)."""
+    out = []
+    for d in devices or []:
+        d = {k: v for k, v in d.items() if k != "allowMultipleAllocations"}
+        out.append(d)
+    return out
+
+
+def fingerprint(chunks: list) -> str:
+    """Stable digest of the per-chunk device lists (ignoring fields the server may drop)."""
+    norm = [strip_dropped(c) for c in chunks]
+    return hashlib.sha256(json.dumps(norm, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def dropped_fields(sent: list, stored: list) -> list:
+    """Names of fields present in what was sent but missing in what the server stored."""
+    stored_by_name = {d.get("name"): d for d in stored or []}
+    dropped = set()
+    for d in sent or []:
+        s = stored_by_name.get(d.get("name"))
+        if s is None:
+            dropped.add("devices")
+            continue
+        for k in d:
+            if k not in s:
+                dropped.add(k)
+    return sorted(dropped)
