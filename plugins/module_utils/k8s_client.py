@@ -1,0 +1,274 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Raw GETs and watch streams through the kubernetes client.
+
+The modules get their client from ``kubernetes.core`` (``get_api_client``);
+``RawApi`` wraps its dynamic client (``K8SClient.client``) and issues plain
+GETs for paths the typed/dynamic APIs do not cover well (``/metrics``,
+``/version``, ``/apis``, ``/api/v1/nodes/<n>/proxy/configz``, pod logs) and
+for the ResourceSlice list/watch. Authentication, TLS and proxies are the
+client's. HTTP errors become ``KubeRequestError`` whose message names the
+verb and the resource (RBAC terms), never the credentials.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+try:
+    from urllib.parse import quote
+except ImportError:  # pragma: no cover - Python 2 is not supported, kept for sanity import tests
+    from urllib import quote  # type: ignore
+
+
+class KubeRequestError(Exception):
+    """An API request failed.
+
+    ``status`` is the HTTP status (None for a connection problem), ``verb``
+    and ``resource`` the RBAC terms of the request, ``path`` its URL path.
+    """
+
+    def __init__(self, message, status=None, verb=None, resource=None, path=None, reason=None):
+        super(KubeRequestError, self).__init__(message)
+        self.message = message
+        self.status = status
+        self.verb = verb
+        self.resource = resource
+        self.path = path
+        self.reason = reason
+
+    @property
+    def forbidden(self):
+        return self.status == 403
+
+    @property
+    def not_found(self):
+        return self.status == 404
+
+    @property
+    def gone(self):
+        return self.status == 410
+
+    @property
+    def connection_error(self):
+        return self.status is None
+
+
+def describe_request(path, query=None):
+    """RBAC terms of a GET: ``(verb, resource)``.
+
+    ``/api/v1/nodes/n1/proxy/configz`` -> ``('get', 'nodes/proxy')``;
+    ``/apis/resource.k8s.io/v1/resourceslices`` with ``watch`` ->
+    ``('watch', 'resourceslices.resource.k8s.io')``; non-resource URLs such as
+    ``/metrics`` -> ``('get', 'non-resource URL /metrics')``.
+    """
+    query = dict(query or {})
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    group = None
+    rest = None
+    if len(parts) >= 3 and parts[0] == "api":
+        group, rest = "", parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, rest = parts[1], parts[3:]
+    if not rest:
+        return "get", "non-resource URL %s" % path.split("?")[0]
+    namespace = None
+    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
+        namespace, rest = rest[1], rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else None
+    sub = rest[2] if len(rest) > 2 else None
+    if sub:
+        resource = "%s/%s" % (resource, sub)
+    if group:
+        resource = "%s.%s" % (resource, group) if not sub else "%s.%s/%s" % (rest[0], group, sub)
+    if str(query.get("watch", "")).lower() in ("1", "true"):
+        verb = "watch"
+    elif name is None:
+        verb = "list"
+    else:
+        verb = "get"
+    if namespace:
+        resource = "%s in namespace %s" % (resource, namespace)
+    return verb, resource
+
+
+def _server_message(body):
+    if not body:
+        return ""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(body)
+        if isinstance(data, dict) and data.get("message"):
+            return str(data["message"])
+    except ValueError:
+        pass
+    return str(body).strip()[:300]
+
+
+def translate_error(exc, path, query=None):
+    """A KubeRequestError for an exception raised by the client."""
+    verb, resource = describe_request(path, query)
+    status = getattr(exc, "status", None)
+    if isinstance(status, int) and status > 0:
+        server = _server_message(getattr(exc, "body", None))
+        if status == 403:
+            message = ("permission denied: cannot %s %s (GET %s)%s"
+                       % (verb, resource, path, ": %s" % server if server else ""))
+        elif status == 401:
+            message = ("unauthorized: the API server rejected the credentials while trying to %s %s"
+                       % (verb, resource))
+        elif status == 404:
+            message = "not found: %s %s (GET %s)%s" % (verb, resource, path, ": %s" % server if server else "")
+        else:
+            message = ("HTTP %d from the API server for %s %s (GET %s)%s"
+                       % (status, verb, resource, path, ": %s" % server if server else ""))
+        return KubeRequestError(message, status=status, verb=verb, resource=resource, path=path,
+                                reason=getattr(exc, "reason", None))
+    return KubeRequestError("cannot reach the API server to %s %s: %s: %s"
+                            % (verb, resource, type(exc).__name__, exc),
+                            status=None, verb=verb, resource=resource, path=path)
+
+
+def _read(response):
+    data = getattr(response, "data", None)
+    if data is None and hasattr(response, "read"):
+        data = response.read()
+    if data is None:
+        data = b""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return str(data)
+
+
+def iter_lines(chunks):
+    """Split an iterable of byte/str chunks into complete lines (str)."""
+    buffer = b""
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if not isinstance(chunk, bytes):
+            chunk = chunk.encode("utf-8")
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield line.decode("utf-8", "replace")
+    if buffer.strip():
+        yield buffer.decode("utf-8", "replace")
+
+
+class RawApi(object):
+    """GET and watch against the API server through a dynamic client."""
+
+    def __init__(self, dynamic_client):
+        self.client = dynamic_client
+        self.requests = 0
+
+    def _request(self, path, query=None, accept=None, timeout=None):
+        params = {"serialize": False, "query_params": [(k, v) for k, v in (query or {}).items()]}
+        if accept:
+            params["header_params"] = {"Accept": accept}
+        if timeout is not None:
+            params["_request_timeout"] = timeout
+        self.requests += 1
+        try:
+            return self.client.request("get", path, **params)
+        except Exception as exc:  # the client raises ApiException subclasses and urllib3 errors
+            raise translate_error(exc, path, query)
+
+    def get_text(self, path, query=None, accept=None, timeout=None):
+        """GET ``path`` and return the body as text."""
+        response = self._request(path, query, accept=accept, timeout=timeout)
+        try:
+            return _read(response)
+        except Exception as exc:
+            raise translate_error(exc, path, query)
+
+    def get_json(self, path, query=None, timeout=None):
+        """GET ``path`` and return the decoded JSON body."""
+        text = self.get_text(path, query, accept="application/json", timeout=timeout)
+        try:
+            return json.loads(text)
+        except ValueError:
+            verb, resource = describe_request(path, query)
+            raise KubeRequestError("unexpected non-JSON answer to %s %s (GET %s)" % (verb, resource, path),
+                                   status=200, verb=verb, resource=resource, path=path)
+
+    def watch(self, path, query=None, timeout=None):
+        """Open a watch on ``path`` and yield its events as dicts.
+
+        ``query`` should carry ``resourceVersion`` and ``timeoutSeconds``;
+        ``watch=true`` is added. Errors while streaming become
+        KubeRequestError (connection errors have ``status`` None).
+        """
+        query = dict(query or {})
+        query["watch"] = "true"
+        response = self._request(path, query, accept="application/json", timeout=timeout)
+        try:
+            stream = response.stream(amt=None, decode_content=False) if hasattr(response, "stream") \
+                else iter([_read(response)])
+            for line in iter_lines(stream):
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue
+        except KubeRequestError:
+            raise
+        except GeneratorExit:
+            raise
+        except Exception as exc:
+            raise translate_error(exc, path, query)
+        finally:
+            for name in ("close", "release_conn"):
+                method = getattr(response, name, None)
+                if method:
+                    try:
+                        method()
+                    except Exception:  # closing a broken stream may fail; nothing to do
+                        pass
+
+    # ------------------------------------------------------------- conveniences
+
+    def version(self):
+        return self.get_json("/version")
+
+    def api_groups(self):
+        return self.get_json("/apis")
+
+    def metrics(self):
+        return self.get_text("/metrics", accept="text/plain")
+
+    def configz(self, node):
+        return self.get_json("/api/v1/nodes/%s/proxy/configz" % quote(node, safe=""))
+
+    def list_nodes(self):
+        return self.get_json("/api/v1/nodes").get("items") or []
+
+    def get_node(self, node):
+        return self.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
+
+    def node_exists(self, node):
+        try:
+            self.get_node(node)
+        except KubeRequestError as exc:
+            if exc.not_found:
+                return False
+            raise
+        return True
+
+    def list_pods(self, namespace, label_selector=None):
+        query = {"labelSelector": label_selector} if label_selector else None
+        return self.get_json("/api/v1/namespaces/%s/pods" % quote(namespace, safe=""), query).get("items") or []
+
+    def pod_log(self, namespace, pod, container=None, tail_lines=20, previous=False):
+        query = {"tailLines": int(tail_lines)}
+        if container:
+            query["container"] = container
+        if previous:
+            query["previous"] = "true"
+        return self.get_text("/api/v1/namespaces/%s/pods/%s/log" % (quote(namespace, safe=""), quote(pod, safe="")),
+                             query, accept="*/*")

@@ -1,0 +1,387 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Wait for the driver's ResourceSlices: one list, then one watch.
+
+``SliceWaiter.wait`` lists ResourceSlices with the field selector
+``spec.driver=<driver>`` and watches from the list's resourceVersion until
+every target node has a complete pool (see topology.pool_progress). It
+re-lists only when the server says the resourceVersion is too old (410 Gone)
+and reconnects the watch (from the last resourceVersion seen) after a
+connection error or a server-side watch timeout, all within the deadline.
+A target node that is deleted during the wait is dropped: its existence is
+checked only when its last slice disappears, after a re-list and at the
+deadline, never on a timer.
+
+Also here: which nodes run a driver pod, and the timeout report (pod phase,
+container states, last log lines).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import (
+    DEFAULT_DRIVER,
+    pool_progress,
+    slice_node,
+)
+
+SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
+
+
+def _meta(obj):
+    return (obj or {}).get("metadata") or {}
+
+
+def _key(obj):
+    meta = _meta(obj)
+    # bookkeeping key for the local cache; the logic never interprets names
+    return meta.get("uid") or meta.get("name")
+
+
+class SliceWaiter(object):
+    """List + watch ResourceSlices of one driver until the targets are complete."""
+
+    def __init__(self, api, driver=DEFAULT_DRIVER, clock=time.monotonic, sleep=time.sleep,
+                 max_backoff=5.0):
+        self.api = api
+        self.driver = driver
+        self.clock = clock
+        self.sleep = sleep
+        self.max_backoff = max_backoff
+        self.slices = {}
+        self.resource_version = None
+        self.stats = {"lists": 0, "watches": 0, "relists": 0, "reconnects": 0, "node_checks": 0,
+                      "events": 0}
+        self.targets = []
+        self.dropped = []
+        self.last_error = None
+
+    # ------------------------------------------------------------------ helpers
+
+    def _selector(self):
+        return "spec.driver=%s" % self.driver
+
+    def _list(self):
+        data = self.api.get_json(SLICES_PATH, {"fieldSelector": self._selector()})
+        self.stats["lists"] += 1
+        self.slices = {}
+        for item in data.get("items") or []:
+            self.slices[_key(item)] = item
+        self.resource_version = _meta(data).get("resourceVersion")
+
+    def _progress(self):
+        return pool_progress(list(self.slices.values()), self.targets, self.driver)
+
+    def _done(self):
+        progress = self._progress()
+        return not progress["missing"] and not progress["incomplete"]
+
+    def _drop_deleted(self, candidates):
+        """Drop target nodes among ``candidates`` that no longer exist."""
+        for node in sorted(candidates):
+            if node not in self.targets:
+                continue
+            self.stats["node_checks"] += 1
+            try:
+                exists = self.api.node_exists(node)
+            except KubeRequestError as exc:
+                if exc.forbidden:
+                    raise
+                continue
+            if not exists:
+                self.targets.remove(node)
+                self.dropped.append(node)
+
+    def _nodes_with_slices(self):
+        return set(slice_node(s) for s in self.slices.values())
+
+    def _backoff(self, attempt, deadline):
+        delay = min(self.max_backoff, 0.5 * (2 ** attempt))
+        delay = max(0.0, min(delay, deadline - self.clock()))
+        if delay:
+            self.sleep(delay)
+
+    def _list_with_retry(self, deadline):
+        attempt = 0
+        while True:
+            try:
+                self._list()
+                return True
+            except KubeRequestError as exc:
+                if not exc.connection_error and not (exc.status and exc.status >= 500):
+                    raise
+                self.last_error = exc.message
+                if self.clock() >= deadline:
+                    return False
+                self._backoff(attempt, deadline)
+                attempt += 1
+
+    def _apply(self, event):
+        """Apply one watch event. Returns 'relist', 'check:<node>' or None."""
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            code = obj.get("code")
+            if code == 410:
+                return "relist"
+            self.last_error = "watch error %s: %s" % (code, obj.get("message", ""))
+            return "reconnect"
+        version = _meta(obj).get("resourceVersion")
+        if version:
+            self.resource_version = version
+        if kind == "BOOKMARK":
+            return None
+        self.stats["events"] += 1
+        spec = obj.get("spec") or {}
+        if spec.get("driver") not in (None, self.driver):
+            return None
+        key = _key(obj)
+        if kind in ("ADDED", "MODIFIED"):
+            self.slices[key] = obj
+        elif kind == "DELETED":
+            self.slices.pop(key, None)
+            node = slice_node(obj)
+            if node in self.targets and node not in self._nodes_with_slices():
+                return "check:%s" % node
+        return None
+
+    # ------------------------------------------------------------------ wait
+
+    def snapshot(self, targets):
+        """One list, no wait: the current slices and the progress."""
+        self.targets = sorted(set(targets))
+        self._list()
+        return self.result(waited=False)
+
+    def wait(self, targets, timeout):
+        """Wait until every node in ``targets`` has a complete pool.
+
+        Returns ``result()`` with ``complete`` True, or False at the deadline.
+        Raises KubeRequestError on permission problems.
+        """
+        self.targets = sorted(set(targets))
+        start = self.clock()
+        deadline = start + float(timeout)
+        if not self._list_with_retry(deadline):
+            return self.result(start=start)
+        if self._done():
+            return self.result(start=start)
+
+        attempt = 0
+        while self.clock() < deadline:
+            remaining = deadline - self.clock()
+            query = {
+                "fieldSelector": self._selector(),
+                "resourceVersion": self.resource_version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": max(1, int(remaining + 0.999)),
+            }
+            if not self.resource_version:
+                query.pop("resourceVersion")
+            action = None
+            self.stats["watches"] += 1
+            try:
+                for event in self.api.watch(SLICES_PATH, query, timeout=remaining + 10):
+                    attempt = 0
+                    action = self._apply(event)
+                    if action and action.startswith("check:"):
+                        self._drop_deleted([action.split(":", 1)[1]])
+                        action = None
+                    if action in ("relist", "reconnect"):
+                        break
+                    if self._done():
+                        return self.result(start=start)
+                    if self.clock() >= deadline:
+                        break
+            except KubeRequestError as exc:
+                if exc.gone:
+                    action = "relist"
+                elif exc.connection_error or (exc.status and exc.status >= 500):
+                    self.last_error = exc.message
+                    self.stats["reconnects"] += 1
+                    self._backoff(attempt, deadline)
+                    attempt += 1
+                    continue
+                else:
+                    raise
+            if action == "relist":
+                self.stats["relists"] += 1
+                if not self._list_with_retry(deadline):
+                    break
+                self._drop_deleted(set(self._progress()["missing"]))
+                if self._done():
+                    return self.result(start=start)
+            elif action == "reconnect":
+                self.stats["reconnects"] += 1
+                self._backoff(attempt, deadline)
+                attempt += 1
+            # else: the server ended the watch (timeoutSeconds); reconnect from resourceVersion
+
+        # deadline: nodes deleted meanwhile do not count
+        progress = self._progress()
+        pending = set(progress["missing"]) | set(progress["incomplete"])
+        if pending:
+            self._drop_deleted(pending)
+        return self.result(start=start)
+
+    def result(self, start=None, waited=True):
+        progress = self._progress()
+        out = {
+            "complete": not progress["missing"] and not progress["incomplete"],
+            "slices": sorted(self.slices.values(), key=lambda s: _meta(s).get("name") or ""),
+            "targets": list(self.targets),
+            "dropped_nodes": sorted(self.dropped),
+            "progress": progress,
+            "stats": dict(self.stats),
+            "resource_version": self.resource_version,
+            "last_error": self.last_error,
+        }
+        if start is not None:
+            out["elapsed"] = round(self.clock() - start, 3)
+        return out
+
+
+# ---------------------------------------------------------------------- pods
+
+
+def pod_node(pod):
+    """The node a pod runs on, or (pending DaemonSet pod) the node its
+    ``metadata.name`` node-affinity term points at."""
+    spec = (pod or {}).get("spec") or {}
+    if spec.get("nodeName"):
+        return spec["nodeName"]
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for field in term.get("matchFields") or []:
+            if field.get("key") == "metadata.name" and field.get("operator") == "In":
+                values = field.get("values") or []
+                if len(values) == 1:
+                    return values[0]
+    return None
+
+
+def driver_nodes(pods):
+    """Sorted node names that run (or are about to run) a driver pod."""
+    nodes = set()
+    for pod in pods or []:
+        phase = ((pod.get("status") or {}).get("phase"))
+        if phase in ("Succeeded", "Failed"):
+            continue
+        if _meta(pod).get("deletionTimestamp"):
+            continue
+        node = pod_node(pod)
+        if node:
+            nodes.add(node)
+    return sorted(nodes)
+
+
+def pod_state(pod):
+    """``{name, phase, reason, message, containers: [{name, ready, restarts, state, reason}]}``."""
+    status = (pod or {}).get("status") or {}
+    containers = []
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        state = cs.get("state") or {}
+        current = next(iter(state), "unknown") if state else "unknown"
+        detail = state.get(current) or {}
+        entry = {
+            "name": cs.get("name"),
+            "ready": bool(cs.get("ready")),
+            "restarts": cs.get("restartCount", 0),
+            "state": current,
+            "reason": detail.get("reason") or "",
+        }
+        last = (cs.get("lastState") or {}).get("terminated") or {}
+        if last:
+            entry["last_termination"] = "%s (exit %s)" % (last.get("reason") or "terminated",
+                                                          last.get("exitCode"))
+        containers.append(entry)
+    return {
+        "name": _meta(pod).get("name"),
+        "phase": status.get("phase") or "Unknown",
+        "reason": status.get("reason") or "",
+        "message": status.get("message") or "",
+        "containers": containers,
+    }
+
+
+def describe_pod(state):
+    """One line: ``pod p Running; container dracpu waiting CrashLoopBackOff, 5 restarts``."""
+    text = "pod %s %s" % (state["name"], state["phase"])
+    if state["reason"]:
+        text += " (%s)" % state["reason"]
+    parts = []
+    for c in state["containers"]:
+        part = "container %s %s" % (c["name"], c["state"])
+        if c["reason"]:
+            part += " %s" % c["reason"]
+        if c["restarts"]:
+            part += ", %d restarts" % c["restarts"]
+        if c.get("last_termination"):
+            part += ", last %s" % c["last_termination"]
+        parts.append(part)
+    if parts:
+        text += "; " + "; ".join(parts)
+    return text
+
+
+def pending_report(api, result, namespace, pod_selector, log_lines=20, container=None):
+    """Per node still missing or incomplete: state, reason, driver pod, logs.
+
+    Returns a list of ``{node, state, reason, pod, logs}``; I/O errors are
+    reported in the entries rather than raised.
+    """
+    progress = result["progress"]
+    entries = []
+    pods_by_node = {}
+    pod_error = None
+    try:
+        for pod in api.list_pods(namespace, pod_selector):
+            node = pod_node(pod)
+            if node:
+                pods_by_node.setdefault(node, []).append(pod)
+    except KubeRequestError as exc:
+        pod_error = exc.message
+    pending = [(n, "missing", "no ResourceSlice published") for n in progress["missing"]]
+    pending += [(n, "incomplete", r) for n, r in sorted(progress["incomplete"].items())]
+    for node, state, reason in sorted(pending):
+        entry = {"node": node, "state": state, "reason": reason, "pod": None, "logs": []}
+        pods = pods_by_node.get(node) or []
+        if pod_error:
+            entry["pod_error"] = pod_error
+        elif not pods:
+            entry["pod_error"] = "no driver pod on this node (namespace %s, selector %s)" % (namespace, pod_selector)
+        else:
+            pod = pods[0]
+            entry["pod"] = pod_state(pod)
+            if log_lines and entry["pod"]["phase"] != "Pending":
+                try:
+                    text = api.pod_log(namespace, entry["pod"]["name"], container=container, tail_lines=log_lines)
+                    entry["logs"] = text.splitlines()[-int(log_lines):]
+                except KubeRequestError as exc:
+                    entry["logs_error"] = exc.message
+        entries.append(entry)
+    return entries
+
+
+def timeout_message(driver, timeout, entries, stats=None):
+    """The failure message listing each pending node with its pod and logs."""
+    lines = ["timed out after %ss waiting for the ResourceSlices of driver %s on %d node(s):"
+             % (timeout, driver, len(entries))]
+    for entry in entries:
+        line = "- %s: %s" % (entry["node"], entry["reason"])
+        if entry.get("pod"):
+            line += "; " + describe_pod(entry["pod"])
+        elif entry.get("pod_error"):
+            line += "; " + entry["pod_error"]
+        lines.append(line)
+        if entry.get("logs"):
+            lines.append("  last log lines of %s:" % entry["pod"]["name"])
+            lines.extend("    " + log for log in entry["logs"])
+        elif entry.get("logs_error"):
+            lines.append("  logs unavailable: %s" % entry["logs_error"])
+    return "\n".join(lines)
