@@ -85,7 +85,6 @@ def test_gate_off_and_old_runtime_are_findings(gate_off_cluster):
     msg = " ".join(r.failure_messages())
     assert "DRAConsumableCapacity" in msg and "feature_gate" in msg, msg
     assert "node02" in msg and "container_runtime" in msg and "1.7.27" in msg, msg
-    assert "node01" not in msg.split("container_runtime")[1][:200] or True
 
 
 def test_check_mode_runs_preflight_too(gate_off_cluster):
