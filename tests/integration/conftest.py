@@ -1,0 +1,133 @@
+"""Fixtures for tests against the hermetic test cluster (tests/cluster/cluster.py).
+
+- `cluster` (session): the cluster every test shares. Uses an existing one when
+  `KUBECONFIG_EXISTING` is set (then nothing is started or stopped) or when the state dir already
+  holds a healthy cluster (left running afterwards); otherwise `cluster.py up` with the current
+  environment's knobs, and `cluster.py down` at the end unless `CLUSTER_KEEP=true`.
+- `cluster_factory` (session): start extra clusters with their own state dir and knobs; each one
+  is torn down at the end of the session (or earlier with `.down()`).
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTER_PY = os.path.join(REPO, "tests", "cluster", "cluster.py")
+DEFAULT_STATE = os.path.join(REPO, ".cluster")
+
+
+def parse_env(text):
+    env = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("export "):
+            continue
+        key, _, value = line[len("export "):].partition("=")
+        parts = shlex.split(value) if value else [""]
+        env[key] = parts[0] if parts else ""
+    return env
+
+
+class Cluster:
+    """A running test cluster: `kubeconfig`, `env` (the variables of <state>/env), `api_client`."""
+
+    def __init__(self, state_dir, env, owned):
+        self.state_dir = state_dir
+        self.env = env
+        self.owned = owned
+        self._api_client = None
+
+    @property
+    def kubeconfig(self):
+        return self.env["KUBECONFIG"]
+
+    @property
+    def chart(self):
+        return self.env.get("DRA_CPU_CHART")
+
+    @property
+    def api_client(self):
+        if self._api_client is None:
+            from kubernetes import client, config
+            cfg = client.Configuration()
+            config.load_kube_config(config_file=self.kubeconfig, client_configuration=cfg)
+            self._api_client = client.ApiClient(cfg)
+        return self._api_client
+
+    def run_env(self, **extra):
+        """os.environ + the cluster's variables (+ extra): for subprocesses (helm, ansible-playbook)."""
+        env = dict(os.environ)
+        env.update(self.env)
+        env.update({k: str(v) for k, v in extra.items()})
+        return env
+
+    def cluster_py(self, *args, env=None, check=True, timeout=900):
+        return cluster_py(self.state_dir, *args, env=env, check=check, timeout=timeout)
+
+    def down(self):
+        if self.owned:
+            self.cluster_py("down")
+            self.owned = False
+
+
+def cluster_py(state_dir, *args, env=None, check=True, timeout=900):
+    full = dict(os.environ if env is None else env)
+    full["CLUSTER_STATE_DIR"] = state_dir
+    r = subprocess.run([sys.executable, CLUSTER_PY, *args], env=full, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"cluster.py {' '.join(args)} failed ({r.returncode}):\n{r.stderr[-4000:]}")
+    return r
+
+
+def start_cluster(state_dir, env=None):
+    """Bring a cluster up in state_dir (idempotent). Returns (Cluster, was_already_up)."""
+    already = cluster_py(state_dir, "status", env=env, check=False).returncode == 0
+    r = cluster_py(state_dir, "up", env=env)
+    return Cluster(state_dir, parse_env(r.stdout), owned=not already), already
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    existing = os.environ.get("KUBECONFIG_EXISTING")
+    if existing:
+        state = os.environ.get("CLUSTER_STATE_DIR", DEFAULT_STATE)
+        env = {}
+        if os.path.exists(os.path.join(state, "env")):
+            with open(os.path.join(state, "env")) as f:
+                env = parse_env(f.read())
+        env["KUBECONFIG"] = existing
+        yield Cluster(state, env, owned=False)
+        return
+    state = os.path.abspath(os.environ.get("CLUSTER_STATE_DIR", DEFAULT_STATE))
+    c, _ = start_cluster(state)
+    yield c
+    if os.environ.get("CLUSTER_KEEP") != "true":
+        c.down()
+
+
+@pytest.fixture(scope="session")
+def cluster_factory():
+    """cluster_factory(name, **knobs) -> Cluster in its own state dir (a temp dir), down at session end."""
+    started = []
+    base = tempfile.mkdtemp(prefix="dracpu-clusters-")
+
+    def make(name, **knobs):
+        env = dict(os.environ)
+        env.pop("CLUSTER_NODE_CIDR", None)
+        env.update({k: (json.dumps(v) if isinstance(v, (dict, list)) else str(v)) for k, v in knobs.items()})
+        c, _ = start_cluster(os.path.join(base, name), env=env)
+        started.append(c)
+        return c
+
+    yield make
+    for c in started:
+        try:
+            c.down()
+        except Exception as e:  # noqa: BLE001 -- tear the others down all the same
+            print(f"cluster down failed for {c.state_dir}: {e}", file=sys.stderr)
