@@ -159,8 +159,8 @@ def strip_dropped(devices: list) -> list:
 
 def fingerprint(chunks: list) -> str:
     """Stable digest of the per-chunk device lists (ignoring fields the server may drop)."""
-    norm = [strip_dropped(c) for c in chunks]
-    return hashlib.sha256(json.dumps(norm, sort_keys=True).encode()).hexdigest()[:16]
+    norm = sorted(json.dumps(strip_dropped(c), sort_keys=True) for c in chunks)
+    return hashlib.sha256(json.dumps(norm).encode()).hexdigest()[:16]
 
 
 def dropped_fields(sent: list, stored: list) -> list:
