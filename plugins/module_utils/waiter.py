@@ -70,7 +70,8 @@ class SliceWaiter(object):
         self.stats["lists"] += 1
         self.slices = {}
         for item in data.get("items") or []:
-            self.slices[_key(item)] = item
+            if (item.get("spec") or {}).get("driver") in (None, self.driver):
+                self.slices[_key(item)] = item
         self.resource_version = _meta(data).get("resourceVersion")
 
     def _progress(self):
