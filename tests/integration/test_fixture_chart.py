@@ -460,3 +460,11 @@ def test_schema_files_are_json(tmp_path):
         schema = json.loads((CHARTS / v / "values.schema.json").read_text())
         assert schema["properties"]["args"]["additionalProperties"] is False
         assert "additionalProperties" not in schema  # top level open, as upstream
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_package(helm, tmp_path, version):
+    # what the test cluster pushes to its OCI registry
+    res = _run(helm, ["package", str(CHARTS / version), "--destination", str(tmp_path)], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / f"dra-driver-cpu-{version}.tgz").is_file()
