@@ -139,7 +139,7 @@ def read_json(path, default=None):
 
 def write_file(path, text, mode=0o644):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
+    tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
         f.write(text)
     os.chmod(tmp, mode)
@@ -551,8 +551,8 @@ def helm_tarball(helm_dir, helm_v):
     for extra in ("LICENSE", "README.md"):
         if os.path.exists(os.path.join(mod, extra)):
             members.append((f"linux-amd64/{extra}", os.path.join(mod, extra), 0o644))
-    tmp = tgz + ".tmp"
-    with tarfile.open(tmp, "w:gz") as tar:
+    tmp = f"{tgz}.tmp.{os.getpid()}"
+    with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
         dinfo = tarfile.TarInfo("linux-amd64")
         dinfo.type, dinfo.mode, dinfo.mtime = tarfile.DIRTYPE, 0o755, int(os.path.getmtime(binary))
         tar.addfile(dinfo)
@@ -634,7 +634,7 @@ def cmd_up():
         die("/usr/bin/docker-registry is missing: run hack/setup.sh (installs Debian's docker-registry)")
 
     info = read_json(p("cluster.json"))
-    if info:
+    if info and info.get("components"):
         want = requested_settings(info.get("settings"))
         ok, why = healthy(info)
         changed = {k: (info["settings"].get(k), v) for k, v in want.items() if info["settings"].get(k) != v}
@@ -709,14 +709,14 @@ def start(settings):
 
     # registry + helm mirror first: independent of the control plane, charts pushed in the background
     spawn("registry", ["/usr/bin/docker-registry", "serve", registry_config(ports["registry"])])
-    mirror_dir = helm_tarball(dirs["helm"], helm_v)
-    spawn("helm-mirror", [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
-                          "--directory", mirror_dir, str(ports["mirror"])])
     info["components"] += ["registry", "helm-mirror"]
     chart_result = {}
 
     def charts():
         try:
+            mirror_dir = helm_tarball(dirs["helm"], helm_v)
+            spawn("helm-mirror", [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                                  "--directory", mirror_dir, str(ports["mirror"])])
             wait_for("registry", lambda: http_get(f"http://{registry}/v2/")[0] == 200, 20, proc="registry")
             chart_result["r"] = push_charts(helm, registry)
         except SystemExit:
@@ -837,7 +837,8 @@ def start(settings):
         log(f"WARNING: {SIM_MAIN} does not exist yet: no simulated nodes")
 
     pusher.join()
-    pushed, skipped, problems = chart_result.get("r", ([], [], []))
+    pushed, skipped, problems = chart_result.get("r", ([], [], ["chart push did not finish"]))
+    wait_for("helm mirror", lambda: http_get(f"{info['helm_mirror']}/")[0] == 200, 20, proc="helm-mirror")
     info["chart_versions"] = sorted(pushed + skipped)
     for pr in problems:
         log(f"WARNING: chart {pr}")

@@ -93,6 +93,16 @@ def start_cluster(state_dir, env=None):
 
 
 @pytest.fixture(scope="session")
+def cluster_cli():
+    """Helpers for tests that drive cluster.py themselves: .run(state_dir, *args, env=), .parse_env(text)."""
+    class CLI:
+        run = staticmethod(cluster_py)
+        parse_env = staticmethod(parse_env)
+        path = CLUSTER_PY
+    return CLI
+
+
+@pytest.fixture(scope="session")
 def cluster():
     existing = os.environ.get("KUBECONFIG_EXISTING")
     if existing:

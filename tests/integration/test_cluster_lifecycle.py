@@ -15,8 +15,6 @@ import urllib.request
 
 import pytest
 
-from conftest import cluster_py, parse_env
-
 pytestmark = pytest.mark.timeout(900)
 
 ID_ENV = "DRACPU_CLUSTER_ID"
@@ -47,20 +45,21 @@ def processes_of(state_dir):
 
 
 @pytest.fixture(scope="module")
-def lifecycle():
+def lifecycle(cluster_cli):
     state = os.path.join(tempfile.mkdtemp(prefix="dracpu-lifecycle-"), "state")
     env = dict(os.environ)
     env.pop("CLUSTER_NODE_CIDR", None)
     env.update(CLUSTER_NODES="1", CLUSTER_STATE_DIR=state)
     t0 = time.monotonic()
-    r = cluster_py(state, "up", env=env)
+    r = cluster_cli.run(state, "up", env=env)
     took = time.monotonic() - t0
     with open(os.path.join(state, "cluster.json")) as f:
         info = json.load(f)
-    data = {"state": state, "env": parse_env(r.stdout), "info": info, "took": took, "stderr": r.stderr,
+    data = {"state": state, "env": cluster_cli.parse_env(r.stdout), "cli": cluster_cli, "info": info, "took": took,
+            "stderr": r.stderr,
             "run_env": env}
     yield data
-    cluster_py(state, "down", env=env, check=False)
+    cluster_cli.run(state, "down", env=env, check=False)
 
 
 def test_up_prints_and_writes_the_env(lifecycle):
@@ -69,7 +68,7 @@ def test_up_prints_and_writes_the_env(lifecycle):
                 "CLUSTER_HELM_VERSION", "CLUSTER_APISERVER_METRICS", "CLUSTER_NETNS", "CLUSTER_NODE_CIDR"):
         assert env.get(key), f"{key} missing from the output of `cluster.py up`"
     with open(os.path.join(lifecycle["state"], "env")) as f:
-        assert parse_env(f.read()) == env
+        assert lifecycle["cli"].parse_env(f.read()) == env
     assert env["DRA_CPU_CHART"] == f"oci://{env['CLUSTER_REGISTRY']}/dra-driver-cpu/charts/dra-driver-cpu"
     assert os.access(env["CLUSTER_HELM_BINARY"], os.X_OK)
     print(f"cluster up took {lifecycle['took']:.1f}s")
@@ -144,18 +143,18 @@ def test_network_namespace_present(lifecycle):
 
 def test_up_again_is_idempotent(lifecycle):
     t0 = time.monotonic()
-    r = cluster_py(lifecycle["state"], "up", env=lifecycle["run_env"])
+    r = lifecycle["cli"].run(lifecycle["state"], "up", env=lifecycle["run_env"])
     assert time.monotonic() - t0 < 15
-    assert parse_env(r.stdout)["KUBECONFIG"] == lifecycle["env"]["KUBECONFIG"]
-    assert parse_env(r.stdout)["CLUSTER_APISERVER"] == lifecycle["env"]["CLUSTER_APISERVER"]
+    assert lifecycle["cli"].parse_env(r.stdout)["KUBECONFIG"] == lifecycle["env"]["KUBECONFIG"]
+    assert lifecycle["cli"].parse_env(r.stdout)["CLUSTER_APISERVER"] == lifecycle["env"]["CLUSTER_APISERVER"]
     assert "already up" in r.stderr
-    assert cluster_py(lifecycle["state"], "status", env=lifecycle["run_env"], check=False).returncode == 0
+    assert lifecycle["cli"].run(lifecycle["state"], "status", env=lifecycle["run_env"], check=False).returncode == 0
 
 
 def test_down_leaves_nothing_behind(lifecycle):
     state, info = lifecycle["state"], lifecycle["info"]
     assert processes_of(state), "the cluster should be running before down"
-    cluster_py(state, "down", env=lifecycle["run_env"])
+    lifecycle["cli"].run(state, "down", env=lifecycle["run_env"])
     assert processes_of(state) == []
     for name in os.listdir(os.path.join(state, "pids")):
         pytest.fail(f"pid file left: {name}")
@@ -170,5 +169,5 @@ def test_down_leaves_nothing_behind(lifecycle):
             except OSError as e:
                 pytest.fail(f"port {port} ({what}) still in use after down: {e}")
     # safe to run twice; status says down
-    cluster_py(state, "down", env=lifecycle["run_env"])
-    assert cluster_py(state, "status", env=lifecycle["run_env"], check=False).returncode == 3
+    lifecycle["cli"].run(state, "down", env=lifecycle["run_env"])
+    assert lifecycle["cli"].run(state, "status", env=lifecycle["run_env"], check=False).returncode == 3
