@@ -305,6 +305,7 @@ class Sim:
     def register_nodes(self):
         existing, _ = self.api.list_all("/api/v1/nodes")
         have = {n["metadata"]["name"]: n for n in existing}
+        leases = {x["metadata"]["name"] for x in self.api.list_all(LEASES)[0]}
 
         def one(name):
             s = self.specs[name]
@@ -327,7 +328,7 @@ class Sim:
             with self.lock:
                 self.nodes[name] = obj
             self.api.patch(f"/api/v1/nodes/{name}/status", self.node_status(s), STRATEGIC)
-            self.renew_lease(name, obj["metadata"]["uid"])
+            self.renew_lease(name, obj["metadata"]["uid"], exists=name in leases)
             return name
 
         futs = [self.beat.submit(one, n) for n in self.order]
@@ -336,9 +337,11 @@ class Sim:
         if errors:
             raise RuntimeError(f"{len(errors)} node(s) failed to register, first: {errors[0]}")
 
-    def renew_lease(self, name, uid=None):
+    def renew_lease(self, name, uid=None, exists=True):
         path = f"{LEASES}/{name}"
         try:
+            if not exists:
+                raise ApiError(404, "", "PATCH", path)
             self.api.patch(path, {"spec": {"renewTime": micro(), "holderIdentity": name,
                                            "leaseDurationSeconds": 40}})
         except ApiError as e:
@@ -538,7 +541,8 @@ class Sim:
         if meta.get("deletionTimestamp"):
             # the kubelet stopped the containers: remove the pod for good
             self.api.delete(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
-                            {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+                            {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
+                             "preconditions": {"uid": uid}})
             if rt and rt.is_driver:
                 self.mark(("drv", node))
             return

@@ -246,3 +246,35 @@ def test_simulate_driver_off(sim):
     add_pod(sim, driver_pod("d-1"))
     sim.sync_driver("node01")
     assert sim.api.slices() == []
+
+
+def test_bump_and_delay_modes(sim, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(simmain.time, "monotonic", lambda: clock[0])
+    sim.on_cm("ADDED", cm(""))
+    node = copy.deepcopy(sim.api.objs["/api/v1/nodes/node01"])
+    node["metadata"]["annotations"][simmain.DRIVER_MODE_ANNOTATION] = "delay:5"
+    sim.on_node("MODIFIED", node)
+    p = driver_pod("d-1", args=[])
+    add_pod(sim, p)
+    sim.sync_driver("node01")
+    assert sim.api.slices() == []
+    clock[0] += 6
+    sim.sync_driver("node01")
+    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [1]
+    node["metadata"]["annotations"][simmain.DRIVER_MODE_ANNOTATION] = "bump:3"
+    sim.on_node("MODIFIED", node)
+    sim.sync_driver("node01")
+    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [1]
+    clock[0] += 4
+    sim.sync_driver("node01")
+    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [2]
+    clock[0] += 10
+    sim.sync_driver("node01")          # bumps once per driver pod
+    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [2]
+    # a slice deleted behind the driver's back is restored
+    name = sim.api.slices()[0]["metadata"]["name"]
+    gone = sim.api.objs.pop(f"{SLICES}/{name}")
+    sim.on_slice("DELETED", gone)
+    sim.sync_driver("node01")
+    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [3]
