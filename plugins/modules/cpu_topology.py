@@ -1,0 +1,362 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: cpu_topology
+short_description: Wait for dra-driver-cpu's ResourceSlices and report the allocatable CPUs per node and cell
+version_added: 0.1.0
+author:
+  - kubevirtci developers (!UNKNOWN)
+description:
+  - Lists the ResourceSlices of O(driver) (field selector C(spec.driver=<driver>)) and then watches them,
+    resuming from the list's resourceVersion (re-listing only on C(410 Gone)), until every target node has a
+    complete pool. No polling; one list and one watch per wait, plus a re-list after C(410 Gone) and a
+    reconnection after a network error.
+  - A pool is complete when the slices at its highest generation number its C(resourceSliceCount);
+    slices of older generations are ignored. Slice names are never used.
+  - Target nodes are O(nodes), or the nodes running a driver pod (O(namespace), O(pod_selector)).
+    A target node deleted during the wait is dropped.
+  - On timeout it fails naming every node still missing or incomplete, with its driver pod's phase,
+    container states and last O(log_lines) log lines.
+  - Returns the topology as the fact C(dra_cpu_topology) and a table in RV(summary). In grouped mode each
+    cell is one device and its allocatable CPUs are the device's C(dra.cpu/cpu) capacity; in individual mode
+    the devices are grouped into cells by C(numaNodeID) and a cell's allocatable CPUs are its device count.
+  - C(max_vm_host_cpus) is the largest allocatable count of one cell. In grouped mode a claim takes all its
+    CPUs from one device, so this is the biggest dedicated-CPU VM that fits. In individual mode it is the
+    biggest claim that stays inside one NUMA cell (upstream also caps an individual-mode claim at 32 CPUs;
+    that cap is not applied).
+  - With O(expected_cells_per_node), O(expected_cpus_per_node) and O(reserved_cpus) it checks the published
+    topology against the kubevirtci sizing rule (per cell V/N minus the reserved CPUs in that cell, cells
+    contiguous) and fails with the numbers on a mismatch; with O(min_cell_cpus) it fails when no cell can hold
+    that many CPUs.
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  driver:
+    description: The DRA driver name (C(spec.driver) of its slices).
+    type: str
+    default: dra.cpu
+  nodes:
+    description: Nodes to wait for. Default the nodes that run (or are about to run) a driver pod.
+    type: list
+    elements: str
+  namespace:
+    description: Namespace of the driver pods.
+    type: str
+    default: dra-driver-cpu
+  pod_selector:
+    description: Label selector of the driver pods.
+    type: str
+    default: app.kubernetes.io/name=dra-driver-cpu
+  wait:
+    description:
+      - Wait until every target node has a complete pool. With V(false), read the slices once and report what
+        is complete; nodes not complete are listed in RV(pending_nodes) and do not fail the task.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait.
+    type: int
+    default: 300
+  expected_cells_per_node:
+    description: Cells (NUMA nodes) every node should publish (C(KUBEVIRT_NUM_NUMA_NODES)).
+    type: int
+  expected_cpus_per_node:
+    description: CPUs of every node (C(KUBEVIRT_NUM_VCPU)).
+    type: int
+  reserved_cpus:
+    description: The CPUs the driver reserves (cpuset syntax), for the sizing check.
+    type: str
+    default: ''
+  min_cell_cpus:
+    description: Fail unless at least one cell has this many allocatable CPUs.
+    type: int
+  log_lines:
+    description: Log lines of each failing node's driver pod to show on timeout.
+    type: int
+    default: 20
+attributes:
+  check_mode:
+    support: full
+    description: Runs the same in check mode; it only reads.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+requirements:
+  - kubernetes >= 24.2.0
+  - PyYAML >= 3.11
+seealso:
+  - module: kubevirtci.dra_cpu.preflight
+"""
+
+EXAMPLES = r"""
+- name: Wait for the CPU topology of every node running the driver
+  kubevirtci.dra_cpu.cpu_topology:
+    namespace: dra-driver-cpu
+    timeout: 300
+
+- name: Check the kubevirtci sizing (12 vCPUs over 2 NUMA cells, CPUs 0-1 reserved)
+  kubevirtci.dra_cpu.cpu_topology:
+    expected_cpus_per_node: 12
+    expected_cells_per_node: 2
+    reserved_cpus: "0-1"
+    min_cell_cpus: 4
+  register: topo
+
+- name: Show the table
+  ansible.builtin.debug:
+    msg: "{{ topo.summary }}"
+
+- name: Largest dedicated-CPU VM
+  ansible.builtin.debug:
+    msg: "{{ dra_cpu_topology.max_vm_host_cpus }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts set by the module.
+  returned: success
+  type: dict
+  contains:
+    dra_cpu_topology:
+      description:
+        - The CPU topology published by the driver. Stable shape; fields are only ever added.
+      returned: success
+      type: dict
+      contains:
+        driver:
+          description: The driver name.
+          type: str
+          sample: dra.cpu
+        mode:
+          description: V(grouped) or V(individual) (V(mixed) if nodes differ, null without nodes).
+          type: str
+          sample: grouped
+        group_by:
+          description:
+            - How cells are formed, V(numanode), V(socket) or V(machine) (individual mode always V(numanode)).
+          type: str
+          sample: numanode
+        nodes:
+          description:
+            - Per node name, C(pool_generation), C(allocatable_cpus) (node total), C(cells) (a list of C(id) =
+              NUMA id, socket id or 0 for machine, C(devices) the device names, C(allocatable_cpus), and in
+              individual mode C(cpus), the cpuset of the cell's CPU ids), plus C(mode), C(group_by), C(pool),
+              C(slices) and C(smt_enabled).
+          type: dict
+          sample:
+            node01:
+              pool_generation: 1
+              allocatable_cpus: 10
+              cells:
+                - {id: 0, devices: [cpudevnuma000], allocatable_cpus: 4}
+                - {id: 1, devices: [cpudevnuma001], allocatable_cpus: 6}
+        total_allocatable_cpus:
+          description: Sum over the nodes.
+          type: int
+          sample: 10
+        max_vm_host_cpus:
+          description: Largest allocatable CPUs of one cell (the largest dedicated-CPU claim that fits).
+          type: int
+          sample: 6
+        largest_cell:
+          description: C(node), C(id), C(allocatable_cpus) of the largest cell (null without cells).
+          type: dict
+          sample: {node: node01, id: 1, allocatable_cpus: 6}
+        smallest_cell:
+          description: C(node), C(id), C(allocatable_cpus) of the smallest cell (null without cells).
+          type: dict
+          sample: {node: node01, id: 0, allocatable_cpus: 4}
+summary:
+  description: A table of node, cell, devices and allocatable CPUs, one line per list item.
+  returned: success
+  type: list
+  elements: str
+  sample:
+    - "NODE    CELL  DEVICES        ALLOCATABLE"
+    - "node01  0     cpudevnuma000  4"
+    - "node01  1     cpudevnuma001  6"
+targets:
+  description: The nodes waited for (deleted nodes removed).
+  returned: always
+  type: list
+  elements: str
+dropped_nodes:
+  description: Target nodes that were deleted during the wait.
+  returned: always
+  type: list
+  elements: str
+pending_nodes:
+  description:
+    - Nodes still missing or incomplete, each with C(node), C(state) (V(missing) or V(incomplete)), C(reason),
+      C(pod) (phase, reason, containers) and C(logs). Empty on success with O(wait).
+  returned: always
+  type: list
+  elements: dict
+sizing_problems:
+  description: Mismatches against the sizing rule, each with C(node), C(cell), C(observed), C(expected), C(message).
+  returned: always
+  type: list
+  elements: dict
+wait_stats:
+  description: API requests made by the wait (C(lists), C(watches), C(relists), C(reconnects), C(node_checks),
+    C(events)) and C(elapsed) seconds.
+  returned: always
+  type: dict
+"""
+
+import copy
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as topo
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.waiter import (
+    SliceWaiter,
+    driver_nodes,
+    pending_report,
+    timeout_message,
+)
+
+
+def argument_spec():
+    spec = dict(
+        driver=dict(type="str", default=topo.DEFAULT_DRIVER),
+        nodes=dict(type="list", elements="str"),
+        namespace=dict(type="str", default="dra-driver-cpu"),
+        pod_selector=dict(type="str", default="app.kubernetes.io/name=dra-driver-cpu"),
+        wait=dict(type="bool", default=True),
+        timeout=dict(type="int", default=300),
+        expected_cells_per_node=dict(type="int"),
+        expected_cpus_per_node=dict(type="int"),
+        reserved_cpus=dict(type="str", default=""),
+        min_cell_cpus=dict(type="int"),
+        log_lines=dict(type="int", default=20),
+    )
+    spec.update(copy.deepcopy(AUTH_ARG_SPEC))
+    return spec
+
+
+def check_params(params):
+    """Problems with the options (list of messages) and the reserved CPU list."""
+    problems = []
+    reserved = []
+    try:
+        reserved = parse_cpuset(params["reserved_cpus"])
+    except CpusetError as exc:
+        problems.append("reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
+    for name in ("timeout", "expected_cells_per_node", "expected_cpus_per_node", "min_cell_cpus"):
+        value = params.get(name)
+        if value is not None and value <= 0:
+            problems.append("%s: %s is not positive" % (name, value))
+    if params.get("log_lines") is not None and params["log_lines"] < 0:
+        problems.append("log_lines: %s is negative" % params["log_lines"])
+    cells, cpus = params.get("expected_cells_per_node"), params.get("expected_cpus_per_node")
+    if cells and cpus and cpus > 0 and cells > 0 and cpus % cells:
+        problems.append("expected_cpus_per_node: %d cannot be split evenly over %d cells (expected_cells_per_node)"
+                        % (cpus, cells))
+    return problems, reserved
+
+
+def run(api, params, reserved, clock=None, sleep=None):
+    """Resolve the targets, wait, build the topology. Returns (result, failure message or None)."""
+    kwargs = {}
+    if clock is not None:
+        kwargs["clock"] = clock
+    if sleep is not None:
+        kwargs["sleep"] = sleep
+    waiter = SliceWaiter(api, params["driver"], **kwargs)
+    explicit = params.get("nodes")
+    if explicit:
+        targets = sorted(set(explicit))
+    else:
+        targets = driver_nodes(api.list_pods(params["namespace"], params["pod_selector"]))
+        if not targets and params["wait"]:
+            return {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [],
+                    "wait_stats": {}}, (
+                "no driver pod found in namespace %s with selector %s: is the chart installed, and can its "
+                "DaemonSet run on any node?" % (params["namespace"], params["pod_selector"]))
+
+    if params["wait"]:
+        waited = waiter.wait(targets, params["timeout"])
+    else:
+        waited = waiter.snapshot(targets)
+
+    stats = dict(waited["stats"])
+    if "elapsed" in waited:
+        stats["elapsed"] = waited["elapsed"]
+    result = {
+        "targets": waited["targets"],
+        "dropped_nodes": waited["dropped_nodes"],
+        "pending_nodes": [],
+        "sizing_problems": [],
+        "wait_stats": stats,
+    }
+    if not waited["complete"]:
+        entries = pending_report(api, waited, params["namespace"], params["pod_selector"],
+                                 log_lines=params["log_lines"])
+        result["pending_nodes"] = entries
+        if params["wait"]:
+            message = timeout_message(params["driver"], params["timeout"], entries)
+            if waited.get("last_error"):
+                message += "\nlast API error: %s" % waited["last_error"]
+            return result, message
+
+    facts = topo.build_topology(waited["slices"], params["driver"], nodes=waited["targets"] or None)
+    result["ansible_facts"] = {"dra_cpu_topology": facts}
+    result["summary"] = topo.render_table(facts)
+
+    problems = topo.check_sizing(facts, params.get("expected_cells_per_node"),
+                                 params.get("expected_cpus_per_node"), reserved)
+    result["sizing_problems"] = problems
+    messages = [p["message"] for p in problems]
+    too_small = topo.check_min_cell_cpus(facts, params.get("min_cell_cpus"))
+    if too_small:
+        messages.append(too_small)
+    if messages:
+        return result, "the published CPU topology does not match: " + "; ".join(messages)
+    return result, None
+
+
+def main():
+    module = AnsibleK8SModule(
+        module_class=AnsibleModule,
+        argument_spec=argument_spec(),
+        supports_check_mode=True,
+    )
+    problems, reserved = check_params(module.params)
+    if problems:
+        module.fail_json(msg="; ".join(problems))
+    try:
+        client = get_api_client(module)
+    except CoreException as exc:
+        module.fail_json(msg="cannot create a Kubernetes client: %s" % exc)
+    except Exception as exc:  # kubeconfig errors surface as various exception types
+        module.fail_json(msg="cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
+    api = RawApi(client.client)
+    try:
+        result, failure = run(api, module.params, reserved)
+    except KubeRequestError as exc:
+        module.fail_json(msg="cannot read the driver's CPU topology: %s" % exc.message)
+    if failure:
+        # facts are not set on failure; the topology is still returned for the record
+        facts = result.pop("ansible_facts", None)
+        if facts:
+            result["topology"] = facts["dra_cpu_topology"]
+        module.fail_json(msg=failure, changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,330 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: preflight
+short_description: Check that a cluster can run dra-driver-cpu
+version_added: 0.1.0
+author:
+  - kubevirtci developers (!UNKNOWN)
+description:
+  - Reads the cluster and reports one finding per check, with the node (where relevant), the observed
+    and the required value and a hint how to fix it.
+  - "Checks: C(server_version) (>= O(min_version), or older with the feature gate shown on),
+    C(resource_api) (C(resource.k8s.io/v1) served), C(feature_gate) (O(feature_gate) enabled, from the
+    API server's C(kubernetes_feature_enabled) metric; unreadable metrics give a warning, not a pass),
+    C(eligible_nodes) (the nodes the driver DaemonSet will run on, from O(node_selector) and the taints
+    O(tolerations) do not cover), and per eligible node C(container_runtime) (CRI-O >= 1.30 or
+    containerd >= 2.0), C(cpu_manager_policy) (kubelet C(cpuManagerPolicy) must be C(none), read
+    through C(/api/v1/nodes/<node>/proxy/configz)) and C(reserved_cpus) (the reserved CPU ids exist)."
+  - Fails, listing every error finding, when an error remains after O(ignore) and
+    O(skip_incompatible_nodes). Only reads; never reports a change.
+  - "A missing permission gives a message naming the verb and the resource, for example
+    C(permission denied: cannot get nodes/proxy)."
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  min_version:
+    description: Oldest Kubernetes version accepted without further proof.
+    type: str
+    default: '1.36'
+  feature_gate:
+    description: The feature gate the grouped CPU devices need.
+    type: str
+    default: DRAConsumableCapacity
+  node_selector:
+    description: The chart's C(nodeSelector); only matching nodes are checked.
+    type: dict
+    default: {}
+  tolerations:
+    description:
+      - The chart's tolerations; a node with a C(NoSchedule)/C(NoExecute) taint they do not tolerate
+        is not checked (the tolerations the DaemonSet controller adds itself are taken into account).
+      - Defaults to the chart's default.
+    type: list
+    elements: dict
+    default: [{operator: Exists, effect: NoSchedule}]
+  reserved_cpus:
+    description: The CPUs the driver reserves (cpuset syntax); each must exist on every checked node.
+    type: str
+    default: ''
+  ignore:
+    description: Check names whose errors become warnings.
+    type: list
+    elements: str
+    default: []
+    choices: [server_version, resource_api, feature_gate, container_runtime, cpu_manager_policy, reserved_cpus,
+              eligible_nodes]
+  skip_incompatible_nodes:
+    description:
+      - Instead of failing on per-node errors (C(container_runtime), C(cpu_manager_policy), C(reserved_cpus)),
+        keep the driver off those nodes through a node affinity (chart 0.3.0 and newer) returned as
+        RV(node_affinity). With an older chart it fails saying so.
+    type: bool
+    default: false
+  chart_version:
+    description: The chart version to be installed; decides whether a node affinity can be set. Empty means the newest.
+    type: str
+    default: ''
+  check_configz:
+    description: Read each node's kubelet configuration through the API server's node proxy.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: Runs the same in check mode; it only reads.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+requirements:
+  - kubernetes >= 24.2.0
+  - PyYAML >= 3.11
+seealso:
+  - module: kubevirtci.dra_cpu.cpu_topology
+"""
+
+EXAMPLES = r"""
+- name: Check the cluster before installing the driver
+  kubevirtci.dra_cpu.preflight:
+    reserved_cpus: "0-1"
+    chart_version: 0.3.0
+  register: preflight
+
+- name: Keep the driver off static-CPU-manager workers instead of failing
+  kubevirtci.dra_cpu.preflight:
+    reserved_cpus: "0-1"
+    chart_version: 0.3.0
+    skip_incompatible_nodes: true
+  register: preflight
+
+- name: Install, excluding the skipped nodes
+  kubernetes.core.helm:
+    name: dra-driver-cpu
+    chart_ref: oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu
+    chart_version: 0.3.0
+    release_namespace: dra-driver-cpu
+    release_values:
+      driverConfig:
+        reservedCPUs: "0-1"
+      affinity: "{{ preflight.node_affinity }}"
+"""
+
+RETURN = r"""
+findings:
+  description: One entry per check (per node for node checks).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    check:
+      description: The check name.
+      type: str
+      sample: cpu_manager_policy
+    severity:
+      description: V(error), V(warning) or V(ok).
+      type: str
+      sample: error
+    node:
+      description: The node, or null for cluster-wide checks.
+      type: str
+      sample: node02
+    observed:
+      description: What was found.
+      type: raw
+      sample: static
+    required:
+      description: What is needed.
+      type: raw
+      sample: none
+    message:
+      description: A sentence saying what was found.
+      type: str
+    fix:
+      description: How to fix it ('' when nothing to fix).
+      type: str
+errors:
+  description: Number of error findings.
+  returned: always
+  type: int
+  sample: 0
+warnings:
+  description: Number of warning findings.
+  returned: always
+  type: int
+  sample: 1
+passed:
+  description: True when no error finding remains.
+  returned: always
+  type: bool
+server_version:
+  description: The API server's gitVersion.
+  returned: when readable
+  type: str
+  sample: v1.36.3
+checked_nodes:
+  description: The nodes the driver will run on, which the node checks covered.
+  returned: always
+  type: list
+  elements: str
+  sample: [node01, node02]
+excluded_nodes:
+  description: Nodes the DaemonSet will not run on and why (node selector, taints).
+  returned: always
+  type: list
+  elements: dict
+skipped_nodes:
+  description: With O(skip_incompatible_nodes), the nodes kept off and the checks they failed.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{node: node02, reasons: [cpu_manager_policy]}]
+node_affinity:
+  description:
+    - A chart C(affinity) value excluding the skipped nodes
+      (C(kubernetes.io/hostname NotIn [...])); {} when none is skipped.
+  returned: always
+  type: dict
+"""
+
+import copy
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as rules
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart_values import supports_node_affinity
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
+
+
+def argument_spec():
+    spec = dict(
+        min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),
+        feature_gate=dict(type="str", default=rules.DEFAULT_FEATURE_GATE),
+        node_selector=dict(type="dict", default={}),
+        tolerations=dict(type="list", elements="dict", default=copy.deepcopy(rules.CHART_TOLERATIONS)),
+        reserved_cpus=dict(type="str", default=""),
+        ignore=dict(type="list", elements="str", default=[], choices=list(rules.CHECKS)),
+        skip_incompatible_nodes=dict(type="bool", default=False),
+        chart_version=dict(type="str", default=""),
+        check_configz=dict(type="bool", default=True),
+    )
+    spec.update(copy.deepcopy(AUTH_ARG_SPEC))
+    return spec
+
+
+def run_checks(api, params, reserved):
+    """Gather the data and run every rule. Returns the result dict."""
+    findings = []
+    result = {"server_version": None}
+
+    version = api.version()
+    result["server_version"] = version.get("gitVersion")
+
+    metrics, metrics_error = None, None
+    try:
+        metrics = api.metrics()
+    except KubeRequestError as exc:
+        metrics_error = exc.message
+    gate_on = rules.gate_enabled(metrics, params["feature_gate"]) if metrics is not None else None
+
+    findings += rules.check_server_version(version, params["min_version"], gate_on, params["feature_gate"])
+    try:
+        findings += rules.check_resource_api(api.api_groups())
+    except KubeRequestError as exc:
+        findings.append(rules.finding("resource_api", rules.ERROR, "cannot read the API groups: %s" % exc.message,
+                                      observed="unknown", required="resource.k8s.io/v1",
+                                      fix="grant get on the non-resource URL /apis"))
+    findings += rules.check_feature_gate(metrics, params["feature_gate"], metrics_error)
+
+    try:
+        nodes = api.list_nodes()
+    except KubeRequestError as exc:
+        findings.append(rules.finding("eligible_nodes", rules.ERROR, "cannot list the nodes: %s" % exc.message,
+                                      observed="unknown", required="at least one node",
+                                      fix="grant list on nodes to this user"))
+        nodes = None
+
+    eligible, excluded = [], []
+    hostnames = {}
+    if nodes is not None:
+        eligible, excluded = rules.eligible_nodes(nodes, params["node_selector"], params["tolerations"])
+        findings += rules.check_eligible_nodes(eligible, excluded)
+        by_name = dict((rules.node_name(n), n) for n in nodes)
+        for name in eligible:
+            obj = by_name[name]
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            hostnames[name] = labels.get(rules.HOSTNAME_LABEL, name)
+            runtime = ((obj.get("status") or {}).get("nodeInfo") or {}).get("containerRuntimeVersion")
+            findings += rules.check_container_runtime(name, runtime)
+            if params["check_configz"]:
+                configz, configz_error = None, None
+                try:
+                    configz = api.configz(name)
+                except KubeRequestError as exc:
+                    configz_error = exc.message
+                findings += rules.check_cpu_manager_policy(name, configz, configz_error)
+            findings += rules.check_reserved_cpus(name, reserved, rules.node_cpu_count(obj))
+
+    findings = rules.apply_ignore(findings, params["ignore"])
+    findings, skipped, affinity = rules.plan_skip(
+        findings, params["skip_incompatible_nodes"], supports_node_affinity(params["chart_version"]),
+        eligible, hostnames)
+    summary = rules.summarize(findings)
+    result.update(
+        findings=findings,
+        errors=summary["errors"],
+        warnings=summary["warnings"],
+        passed=summary["passed"],
+        checked_nodes=eligible,
+        excluded_nodes=excluded,
+        skipped_nodes=skipped,
+        node_affinity=affinity,
+    )
+    return result, summary["message"]
+
+
+def main():
+    module = AnsibleK8SModule(
+        module_class=AnsibleModule,
+        argument_spec=argument_spec(),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        reserved = parse_cpuset(params["reserved_cpus"])
+    except CpusetError as exc:
+        module.fail_json(msg="reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
+    try:
+        supports_node_affinity(params["chart_version"])
+    except ValueError as exc:
+        module.fail_json(msg="chart_version: %s" % exc)
+
+    try:
+        client = get_api_client(module)
+    except CoreException as exc:
+        module.fail_json(msg="cannot create a Kubernetes client: %s" % exc)
+    except Exception as exc:  # kubeconfig errors surface as various exception types
+        module.fail_json(msg="cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
+    api = RawApi(client.client)
+    try:
+        result, message = run_checks(api, params, reserved)
+    except KubeRequestError as exc:
+        module.fail_json(msg="preflight could not read the cluster: %s" % exc.message)
+    if not result["passed"]:
+        module.fail_json(msg=message, changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: validate
+short_description: Validate and normalise the inputs of the dra_cpu role
+version_added: 0.1.0
+author:
+  - kubevirtci developers (!UNKNOWN)
+description:
+  - Checks every input of the C(kubevirtci.dra_cpu.dra_cpu) role locally, before anything touches the cluster.
+  - Each error names the role variable (C(dra_cpu_...)), the bad value and what is accepted; all errors are
+    reported together.
+  - Returns the normalised settings and the helm values for the chart version (C(args) for chart 0.2.x,
+    C(driverConfig) from 0.3.0), with O(chart_values) deep-merged last.
+  - Never contacts a cluster and never reports a change.
+options:
+  reserved_cpus:
+    description:
+      - CPUs the driver must not hand out, in cpuset syntax (V(0-1,4,6-7)). Empty for none.
+      - Role variable C(dra_cpu_reserved_cpus).
+    type: str
+    default: ''
+  group_by:
+    description:
+      - How grouped-mode devices are formed; empty keeps the chart default (V(numanode)).
+      - Role variable C(dra_cpu_group_by).
+    type: str
+    default: ''
+  cpu_device_mode:
+    description:
+      - V(grouped) (one device per group with consumable capacity) or V(individual) (one device per CPU).
+      - Role variable C(dra_cpu_cpu_device_mode).
+    type: str
+    default: grouped
+  chart:
+    description:
+      - Chart reference, V(oci://<registry>/<path>), an http(s) chart repository URL, or a local path.
+      - Role variable C(dra_cpu_chart).
+    type: str
+  chart_version:
+    description:
+      - Chart version (semver, for example V(0.3.0)); empty for the newest. Decides the values layout.
+      - Role variable C(dra_cpu_chart_version).
+    type: str
+  namespace:
+    description:
+      - Namespace of the driver (a DNS-1123 label). Role variable C(dra_cpu_namespace).
+    type: str
+  release_name:
+    description:
+      - Helm release name (a DNS-1123 label of at most 53 characters). Role variable C(dra_cpu_release_name).
+    type: str
+  helm_timeout:
+    description:
+      - Helm wait timeout, seconds or a Go duration such as V(5m). Returned as a Go duration.
+      - Role variable C(dra_cpu_helm_timeout).
+    type: raw
+  topology_timeout:
+    description:
+      - Seconds to wait for the driver's ResourceSlices (a positive integer).
+      - Role variable C(dra_cpu_topology_timeout).
+    type: raw
+  uninstall_timeout:
+    description:
+      - Seconds to wait for the slices to go on uninstall (a positive integer).
+      - Role variable C(dra_cpu_uninstall_timeout).
+    type: raw
+  helm_version:
+    description:
+      - Helm release to download when no usable helm is found, V(vX.Y.Z). Role variable C(dra_cpu_helm_version).
+    type: str
+  helm_mirror:
+    description:
+      - Base URL serving helm release tarballs and their C(.sha256sum) files (https, or http with
+        O(helm_mirror_allow_http)). Role variable C(dra_cpu_helm_mirror).
+    type: str
+  helm_mirror_allow_http:
+    description:
+      - Accept a plain http O(helm_mirror). Role variable C(dra_cpu_helm_mirror_allow_http).
+    type: bool
+    default: false
+  num_vcpu:
+    description:
+      - vCPUs of a kubevirtci node (C(KUBEVIRT_NUM_VCPU)); an integer, or empty when unknown.
+      - Role variable C(dra_cpu_num_vcpu).
+    type: raw
+  num_numa_nodes:
+    description:
+      - NUMA cells of a kubevirtci node (C(KUBEVIRT_NUM_NUMA_NODES)); an integer, or empty when unknown.
+        O(num_vcpu) must be a multiple of it.
+      - Role variable C(dra_cpu_num_numa_nodes).
+    type: raw
+  chart_values:
+    description:
+      - Extra helm values, deep-merged last. Role variable C(dra_cpu_chart_values).
+    type: raw
+    default: {}
+  preflight_ignore:
+    description:
+      - Preflight checks to downgrade to warnings (a list, or a comma-separated string).
+      - Role variable C(dra_cpu_preflight_ignore).
+    type: raw
+    default: []
+  state:
+    description:
+      - V(present) or V(absent). Role variable C(dra_cpu_state).
+    type: str
+    default: present
+attributes:
+  check_mode:
+    support: full
+    description: Runs the same in check mode; it never changes anything.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+notes:
+  - Runs on the controller's Python; needs no Kubernetes library.
+"""
+
+EXAMPLES = r"""
+- name: Validate the role inputs
+  kubevirtci.dra_cpu.validate:
+    reserved_cpus: "0-1"
+    chart: oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu
+    chart_version: 0.3.0
+    namespace: dra-driver-cpu
+    release_name: dra-driver-cpu
+    helm_timeout: 5m
+    num_vcpu: 12
+    num_numa_nodes: 2
+  register: validated
+
+- name: Install with the mapped values
+  kubernetes.core.helm:
+    name: dra-driver-cpu
+    chart_ref: oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu
+    chart_version: 0.3.0
+    release_namespace: dra-driver-cpu
+    release_values: "{{ validated.chart_values }}"
+    wait: true
+    timeout: "{{ validated.settings.helm_timeout }}"
+"""
+
+RETURN = r"""
+settings:
+  description:
+    - The normalised inputs. Options not given are left out, except those with defaults.
+  returned: success
+  type: dict
+  contains:
+    reserved_cpus:
+      description: Canonical cpuset string (sorted, ranges merged).
+      type: str
+      sample: 0-1,4
+    reserved_cpu_list:
+      description: The reserved CPU ids.
+      type: list
+      elements: int
+      sample: [0, 1, 4]
+    group_by:
+      description: Lower-cased grouping, '' for the chart default.
+      type: str
+    cpu_device_mode:
+      description: V(grouped) or V(individual).
+      type: str
+    chart_version:
+      description: The chart version ('' for the newest).
+      type: str
+    helm_timeout:
+      description: The helm timeout as a Go duration.
+      type: str
+      sample: 5m0s
+    helm_timeout_seconds:
+      description: The helm timeout in seconds.
+      type: int
+      sample: 300
+    helm_version:
+      description: The helm version with its leading V(v).
+      type: str
+    helm_mirror:
+      description: The mirror URL without a trailing slash.
+      type: str
+    num_vcpu:
+      description: vCPUs per node, or null.
+      type: int
+    num_numa_nodes:
+      description: NUMA cells per node, or null.
+      type: int
+    preflight_ignore:
+      description: Check names to downgrade.
+      type: list
+      elements: str
+    values_key:
+      description: Same as the top-level RV(values_key).
+      type: str
+    supports_node_affinity:
+      description: Same as the top-level RV(supports_node_affinity).
+      type: bool
+  sample:
+    reserved_cpus: 0-1
+    reserved_cpu_list: [0, 1]
+    group_by: ''
+    cpu_device_mode: grouped
+    chart_version: 0.3.0
+    namespace: dra-driver-cpu
+    release_name: dra-driver-cpu
+    helm_timeout: 5m0s
+    helm_timeout_seconds: 300
+    topology_timeout: 300
+    state: present
+chart_values:
+  description: The values for C(kubernetes.core.helm), mapped for the chart version, O(chart_values) merged last.
+  returned: success
+  type: dict
+  sample:
+    driverConfig:
+      reservedCPUs: 0-1
+      cpuDeviceMode: grouped
+values_key:
+  description: V(args) for chart 0.2.x, V(driverConfig) for 0.3.0 and newer.
+  returned: success
+  type: str
+  sample: driverConfig
+supports_node_affinity:
+  description: Whether the chart version has an C(affinity) value (0.3.0 and newer).
+  returned: success
+  type: bool
+  sample: true
+errors:
+  description: One message per bad variable.
+  returned: failure
+  type: list
+  elements: str
+  sample:
+    - "dra_cpu_reserved_cpus: '3-1' is not a valid cpuset (range 3-1 is descending); expected a list like 0-1,4,6-7"
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.inputs import (
+    chart_values_for,
+    validate_inputs,
+)
+
+
+def argument_spec():
+    return dict(
+        reserved_cpus=dict(type="str", default=""),
+        group_by=dict(type="str", default=""),
+        cpu_device_mode=dict(type="str", default="grouped"),
+        chart=dict(type="str"),
+        chart_version=dict(type="str"),
+        namespace=dict(type="str"),
+        release_name=dict(type="str"),
+        helm_timeout=dict(type="raw"),
+        topology_timeout=dict(type="raw"),
+        uninstall_timeout=dict(type="raw"),
+        helm_version=dict(type="str"),
+        helm_mirror=dict(type="str"),
+        helm_mirror_allow_http=dict(type="bool", default=False),
+        num_vcpu=dict(type="raw"),
+        num_numa_nodes=dict(type="raw"),
+        chart_values=dict(type="raw", default={}),
+        preflight_ignore=dict(type="raw", default=[]),
+        state=dict(type="str", default="present"),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    settings, errors = validate_inputs(module.params)
+    if errors:
+        module.fail_json(
+            msg="%d invalid input(s): %s" % (len(errors), "; ".join(errors)),
+            errors=errors,
+        )
+    values = chart_values_for(settings)
+    module.exit_json(
+        changed=False,
+        settings=settings,
+        chart_values=values,
+        values_key=settings["values_key"],
+        supports_node_affinity=settings["supports_node_affinity"],
+    )
+
+
+if __name__ == "__main__":
+    main()
