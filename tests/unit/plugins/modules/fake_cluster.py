@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Test doubles at the API boundary: a fake dynamic client answering GETs by path,
+and helpers to run a module's main() and capture exit_json/fail_json."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import contextlib
+import json
+
+from unittest import mock
+
+from ansible.module_utils import basic
+
+try:
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core < 2.19
+    from ansible.module_utils.common.text.converters import to_bytes
+
+    @contextlib.contextmanager
+    def patch_module_args(args=None):
+        with mock.patch.object(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}))):
+            yield
+
+
+class ModuleExit(Exception):
+    def __init__(self, result, failed):
+        super(ModuleExit, self).__init__(result.get("msg", ""))
+        self.result = result
+        self.failed = failed
+
+
+def _exit_json(self, **kwargs):
+    raise ModuleExit(kwargs, False)
+
+
+def _fail_json(self, **kwargs):
+    raise ModuleExit(kwargs, True)
+
+
+def run_module(module, args, client=None):
+    """Run ``module.main()`` with ``args``; returns (result, failed)."""
+    patches = [mock.patch.object(basic.AnsibleModule, "exit_json", _exit_json),
+               mock.patch.object(basic.AnsibleModule, "fail_json", _fail_json)]
+    if client is not None:
+        patches.append(mock.patch.object(module, "get_api_client", return_value=mock.Mock(client=client)))
+    with contextlib.ExitStack() as stack:
+        for p in patches:
+            stack.enter_context(p)
+        stack.enter_context(patch_module_args(args))
+        try:
+            module.main()
+        except ModuleExit as exc:
+            return exc.result, exc.failed
+    raise AssertionError("module did not exit")
+
+
+class HTTPError(Exception):
+    def __init__(self, status, message=""):
+        super(HTTPError, self).__init__("HTTP %s" % status)
+        self.status = status
+        self.reason = "error"
+        self.body = json.dumps({"kind": "Status", "code": status, "message": message})
+
+
+class Response(object):
+    def __init__(self, body=b"", chunks=None):
+        if not isinstance(body, bytes):
+            body = body.encode("utf-8") if isinstance(body, str) else json.dumps(body).encode("utf-8")
+        self.data = body
+        self.chunks = chunks
+
+    def stream(self, amt=None, decode_content=False):
+        if self.chunks is None:
+            yield self.data
+            return
+        for chunk in self.chunks:
+            yield chunk
+
+    def close(self):
+        pass
+
+
+METRICS = ('# TYPE kubernetes_feature_enabled gauge\n'
+           'kubernetes_feature_enabled{name="DRAConsumableCapacity",stage="BETA"} 1\n')
+APIS = {"kind": "APIGroupList", "groups": [{"name": "resource.k8s.io", "versions": [
+    {"groupVersion": "resource.k8s.io/v1", "version": "v1"}]}]}
+
+
+def node(name, runtime="cri-o://1.36.1", cpus="12", taints=None, labels=None):
+    obj = {"metadata": {"name": name, "labels": labels or {"kubernetes.io/hostname": name}},
+           "spec": {"taints": taints or []},
+           "status": {"capacity": {"cpu": cpus}, "nodeInfo": {"containerRuntimeVersion": runtime}}}
+    return obj
+
+
+def pod(name, node_name, phase="Running"):
+    return {"metadata": {"name": name}, "spec": {"nodeName": node_name}, "status": {"phase": phase}}
+
+
+class FakeCluster(object):
+    """Answers the GETs the modules make. ``routes`` maps a path to a body, a
+    Response or an exception; ``watches`` is a list of event lists (one per
+    watch request)."""
+
+    def __init__(self, routes=None, watches=None):
+        self.routes = {
+            "/version": {"major": "1", "minor": "36", "gitVersion": "v1.36.3"},
+            "/apis": APIS,
+            "/metrics": METRICS,
+            "/api/v1/nodes": {"items": [node("node01")]},
+            "/api/v1/nodes/node01/proxy/configz": {"kubeletconfig": {"cpuManagerPolicy": "none"}},
+        }
+        self.routes.update(routes or {})
+        self.watches = list(watches or [])
+        self.calls = []
+
+    def request(self, method, path, **params):
+        query = dict(params.get("query_params") or [])
+        self.calls.append((path, query))
+        if query.get("watch") == "true":
+            events = self.watches.pop(0) if self.watches else []
+            if isinstance(events, Exception):
+                raise events
+            return Response(chunks=[(json.dumps(e) + "\n").encode() for e in events])
+        if path not in self.routes:
+            raise HTTPError(404, "%s not found" % path)
+        item = self.routes[path]
+        if isinstance(item, Exception):
+            raise item
+        if isinstance(item, Response):
+            return item
+        return Response(item)
+
+    def paths(self):
+        return [c[0] for c in self.calls]

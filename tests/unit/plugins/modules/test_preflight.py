@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.modules import preflight
+
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, HTTPError, node, run_module
+
+STATIC = {"kubeletconfig": {"cpuManagerPolicy": "static"}}
+NONE = {"kubeletconfig": {}}
+
+
+def two_nodes(**routes):
+    base = {
+        "/api/v1/nodes": {"items": [node("node01"), node("node02", labels={"kubernetes.io/hostname": "host-2"})]},
+        "/api/v1/nodes/node01/proxy/configz": NONE,
+        "/api/v1/nodes/node02/proxy/configz": STATIC,
+    }
+    base.update(routes)
+    return FakeCluster(base)
+
+
+def by_check(result, check, node_name=None):
+    return [f for f in result["findings"] if f["check"] == check and f["node"] == node_name]
+
+
+def test_all_good():
+    cluster = FakeCluster()
+    result, failed = run_module(preflight, {"reserved_cpus": "0-1"}, cluster)
+    assert failed is False
+    assert result["passed"] is True and result["errors"] == 0 and result["warnings"] == 0
+    assert result["server_version"] == "v1.36.3"
+    assert result["checked_nodes"] == ["node01"]
+    assert [f["check"] for f in result["findings"]] == [
+        "server_version", "resource_api", "feature_gate", "eligible_nodes",
+        "container_runtime", "cpu_manager_policy", "reserved_cpus"]
+    assert result["node_affinity"] == {} and result["skipped_nodes"] == []
+    assert cluster.paths() == ["/version", "/metrics", "/apis", "/api/v1/nodes", "/api/v1/nodes/node01/proxy/configz"]
+
+
+def test_static_worker_fails_naming_node():
+    result, failed = run_module(preflight, {"reserved_cpus": "0-1", "chart_version": "0.3.0"}, two_nodes())
+    assert failed is True
+    assert result["errors"] == 1
+    assert result["msg"].startswith("preflight failed with 1 error(s): node node02 [cpu_manager_policy]: "
+                                    "node node02: kubelet cpuManagerPolicy is static")
+    assert by_check(result, "cpu_manager_policy", "node02")[0]["observed"] == "static"
+
+
+def test_skip_incompatible_nodes_with_030():
+    args = {"reserved_cpus": "0-1", "chart_version": "0.3.0", "skip_incompatible_nodes": True}
+    result, failed = run_module(preflight, args, two_nodes())
+    assert failed is False
+    assert result["skipped_nodes"] == [{"node": "node02", "reasons": ["cpu_manager_policy"]}]
+    terms = result["node_affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["host-2"]}]}]
+    assert by_check(result, "cpu_manager_policy", "node02")[0]["severity"] == "warning"
+
+
+def test_skip_incompatible_nodes_with_020_fails():
+    args = {"reserved_cpus": "0-1", "chart_version": "0.2.0", "skip_incompatible_nodes": True}
+    result, failed = run_module(preflight, args, two_nodes())
+    assert failed is True
+    assert "node affinity needs chart >= 0.3.0" in result["msg"]
+    assert result["node_affinity"] == {}
+
+
+def test_ignore_downgrades():
+    result, failed = run_module(preflight, {"ignore": ["cpu_manager_policy"]}, two_nodes())
+    assert failed is False
+    assert result["warnings"] == 1
+
+
+def test_unreadable_metrics_and_configz_are_warnings():
+    cluster = FakeCluster({
+        "/metrics": HTTPError(403, 'forbidden: User "u" cannot get path "/metrics"'),
+        "/api/v1/nodes/node01/proxy/configz": HTTPError(403, 'nodes "node01" is forbidden'),
+    })
+    result, failed = run_module(preflight, {}, cluster)
+    assert failed is False
+    gate = by_check(result, "feature_gate")[0]
+    assert gate["severity"] == "warning"
+    assert "permission denied: cannot get non-resource URL /metrics" in gate["message"]
+    cpu = by_check(result, "cpu_manager_policy", "node01")[0]
+    assert cpu["severity"] == "warning"
+    assert "permission denied: cannot get nodes/proxy" in cpu["message"]
+    assert result["warnings"] == 2
+
+
+def test_old_server_with_gate_on_and_off():
+    old = {"/version": {"major": "1", "minor": "35", "gitVersion": "v1.35.2"}}
+    result, failed = run_module(preflight, {}, FakeCluster(old))
+    assert failed is False
+    assert by_check(result, "server_version")[0]["severity"] == "warning"
+    off = dict(old, **{"/metrics": 'kubernetes_feature_enabled{name="DRAConsumableCapacity",stage="ALPHA"} 0\n'})
+    result, failed = run_module(preflight, {}, FakeCluster(off))
+    assert failed is True
+    assert [f["check"] for f in result["findings"] if f["severity"] == "error"] == ["server_version", "feature_gate"]
+
+
+def test_placement_and_runtime():
+    cluster = FakeCluster({
+        "/api/v1/nodes": {"items": [
+            node("node01", taints=[{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]),
+            node("node02", runtime="containerd://1.7.27"),
+            node("node03", taints=[{"key": "dedicated", "effect": "NoExecute"}]),
+            node("node04", cpus="2")]},
+        "/api/v1/nodes/node02/proxy/configz": NONE,
+        "/api/v1/nodes/node04/proxy/configz": NONE,
+    })
+    result, failed = run_module(preflight, {"reserved_cpus": "0-3"}, cluster)
+    assert failed is True
+    assert result["checked_nodes"] == ["node01", "node02", "node04"]
+    assert result["excluded_nodes"] == [{"node": "node03", "reason": "taint dedicated:NoExecute not tolerated"}]
+    errors = [(f["check"], f["node"]) for f in result["findings"] if f["severity"] == "error"]
+    assert errors == [("container_runtime", "node02"), ("reserved_cpus", "node04")]
+
+
+def test_no_eligible_node():
+    cluster = FakeCluster({"/api/v1/nodes": {"items": [node("node01", labels={"a": "b"})]}})
+    result, failed = run_module(preflight, {"node_selector": {"cpu": "dra"}}, cluster)
+    assert failed is True
+    assert by_check(result, "eligible_nodes")[0]["message"] == (
+        "no node can run the driver DaemonSet (node01: nodeSelector cpu=dra does not match)")
+
+
+def test_forbidden_nodes_list_is_a_finding():
+    cluster = FakeCluster({"/api/v1/nodes": HTTPError(403, 'nodes is forbidden: User "u" cannot list resource')})
+    result, failed = run_module(preflight, {}, cluster)
+    assert failed is True
+    assert by_check(result, "eligible_nodes")[0]["message"].startswith(
+        "cannot list the nodes: permission denied: cannot list nodes (GET /api/v1/nodes)")
+
+
+def test_forbidden_version_is_a_message_not_a_traceback():
+    cluster = FakeCluster({"/version": HTTPError(403, "forbidden")})
+    result, failed = run_module(preflight, {}, cluster)
+    assert failed is True
+    assert result["msg"] == ("preflight could not read the cluster: permission denied: cannot get non-resource URL "
+                             "/version (GET /version): forbidden")
+    assert "exception" not in result
+
+
+def test_bad_reserved_cpus():
+    result, failed = run_module(preflight, {"reserved_cpus": "0-"}, FakeCluster())
+    assert failed is True
+    assert result["msg"] == "reserved_cpus: '0-' is not a valid cpuset (range '0-' has no end)"
+
+
+def test_secrets_are_no_log():
+    spec = preflight.argument_spec()
+    assert spec["api_key"]["no_log"] is True
+    assert spec["kubeconfig"]["no_log"] is True
+    assert spec["password"]["no_log"] is True

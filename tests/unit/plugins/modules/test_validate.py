@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.modules import validate
+
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import run_module
+
+ARGS = {
+    "reserved_cpus": "0-1",
+    "chart": "oci://127.0.0.1:5000/dra-driver-cpu/charts/dra-driver-cpu",
+    "chart_version": "0.2.0",
+    "namespace": "dra-driver-cpu",
+    "release_name": "dra-driver-cpu",
+    "helm_timeout": "5m",
+    "topology_timeout": "300",
+    "uninstall_timeout": 120,
+    "helm_version": "v3.16.4",
+    "helm_mirror": "https://get.helm.sh",
+    "num_vcpu": "12",
+    "num_numa_nodes": "2",
+    "group_by": "numanode",
+    "chart_values": {"args": {"logLevel": 6}},
+    "preflight_ignore": [],
+}
+
+
+def test_valid_inputs():
+    result, failed = run_module(validate, ARGS)
+    assert failed is False
+    assert result["changed"] is False
+    assert result["values_key"] == "args"
+    assert result["supports_node_affinity"] is False
+    assert result["chart_values"] == {"args": {"reservedCPUs": "0-1", "cpuDeviceMode": "grouped",
+                                               "groupBy": "numanode", "logLevel": 6}}
+    assert result["settings"]["helm_timeout"] == "5m0s"
+    assert result["settings"]["topology_timeout"] == 300
+    assert result["settings"]["num_vcpu"] == 12
+
+
+def test_defaults_only():
+    result, failed = run_module(validate, {})
+    assert failed is False
+    assert result["chart_values"] == {"driverConfig": {"reservedCPUs": "", "cpuDeviceMode": "grouped"}}
+    assert result["settings"]["state"] == "present"
+
+
+def test_all_errors_reported():
+    args = dict(ARGS, reserved_cpus="3-1", namespace="Bad_NS", topology_timeout="0", chart_version="0.3")
+    result, failed = run_module(validate, args)
+    assert failed is True
+    assert result["msg"].startswith("4 invalid input(s): dra_cpu_reserved_cpus: '3-1' is not a valid cpuset "
+                                    "(range 3-1 is descending); expected a list like 0-1,4,6-7; ")
+    assert [e.split(":")[0] for e in result["errors"]] == [
+        "dra_cpu_reserved_cpus", "dra_cpu_chart_version", "dra_cpu_namespace", "dra_cpu_topology_timeout"]
+
+
+def test_check_mode_same_result():
+    result, failed = run_module(validate, dict(ARGS, _ansible_check_mode=True))
+    assert failed is False
+    assert result["values_key"] == "args"
