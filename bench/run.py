@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Benchmark: readiness detection, API cost and run time of kubevirtci.dra_cpu.cpu_topology against
+the shell installer's waiting rule and upstream CI's rule, on the hermetic test cluster.
+
+    make bench                              # = .venv/bin/python bench/run.py  -> bench/results.md, .png
+    .venv/bin/python bench/run.py --smoke   # N=1 and 10, 1 repetition, short timeline (< 3 min)
+
+Bench-only dependencies: .venv/bin/pip install -r bench/requirements.txt (matplotlib, pyinstrument).
+Needs root (the test cluster uses a network namespace) and the binaries of tests/cluster/build.sh.
+See bench/README.md for the method.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+try:
+    import matplotlib  # noqa: F401
+except ImportError:
+    matplotlib = None
+
+import cluster_ctl  # noqa: E402
+import timeline  # noqa: E402
+import waiters  # noqa: E402
+from cluster_ctl import log  # noqa: E402
+from publisher import Publisher  # noqa: E402
+
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+
+
+def deps_hint():
+    return ("bench dependencies missing: run `.venv/bin/pip install -r bench/requirements.txt` "
+            "(matplotlib for the plot, pyinstrument for profiles)")
+
+
+# ------------------------------------------------------------------------------------ one pass
+
+def run_pass(cl, sc, reps_idx, workdir, lead, ready_timeout, who=waiters.ALL, profile=False):
+    """Publish one scenario's timeline while the waiters in `who` wait, concurrently."""
+    wd = os.path.join(workdir, f"{sc.name}-r{reps_idx}" + ("-" + "-".join(who) if who != waiters.ALL else ""))
+    os.makedirs(wd, exist_ok=True)
+    cl.delete_all_slices()
+    pub = Publisher(cl.pub_api)
+    pub.apply_now(sc.pre)
+    time.sleep(0.5)
+    before = cl.snapshot()
+    if sc.ready_possible:
+        timeout = int(lead + sc.span + ready_timeout)
+    else:
+        timeout = int(lead + sc.span + 5)          # the no-driver case: time out soon after the timeline
+    t_launch = time.time()
+    children = {}
+    for w in who:
+        if profile and w == "module":
+            children[w] = start_profiled_module(cl, sc, wd, timeout)
+        else:
+            children[w] = waiters.start(w, cl.kubeconfigs[w], sc.targets, wd, timeout)
+    t0 = t_launch + lead
+    pub.run(sc.events, t0)
+    t_pub_end = time.time()
+    deadline = t0 + sc.span + timeout + 60
+    finished = {w: c.join(deadline) for w, c in children.items()}
+    time.sleep(0.3)
+    after = cl.snapshot()
+    flows = cluster_ctl.delta(after["flows"], before["flows"])
+    reqs = cluster_ctl.delta(after["requests"], before["requests"])
+    errors = [r for r in pub.records if r.get("error")]
+    req = [r for r in pub.records if r["required"]]
+    last = max(req, key=lambda r: r["stored"]) if (req and sc.ready_possible) else None
+    lag = max((r["sent"] - (t0 + r["t"]) for r in pub.records), default=0.0)
+    rec = {"scenario": sc.name, "kind": sc.kind, "nodes": sc.nodes, "cells": sc.cells, "rep": reps_idx,
+           "seed": sc.seed, "span": sc.span, "lead": lead, "special_node": sc.special_node,
+           "t_launch": t_launch, "t0": t0, "t_pub_end": t_pub_end, "publisher_errors": errors[:5],
+           "publisher_max_lag": round(lag, 3), "publisher_ops": len(pub.records),
+           "t_ready_stored": last["stored"] if last else None, "t_ready_sent": last["sent"] if last else None,
+           "last_required": {k: last[k] for k in ("key", "note", "t")} if last else None,
+           "request_delta": {f"{v} {r}": n for (v, r), n in sorted(reqs.items())},
+           "read_requests_total": cluster_ctl.read_requests(reqs),
+           "publisher_requests": flows.get("dracpu-bench-publisher", 0),
+           "waiters": {}}
+    for w, c in children.items():
+        o = waiters.outcome(c, sc.special_node)
+        r = {"ready": o["ready"], "rc": c.rc, "finished": finished[w], "exit": c.end,
+             "exit_after_t0": round(c.end - t0, 3) if c.end else None,
+             "startup": None, "named": o["named"], "stats": o["stats"],
+             "requests": flows.get(f"dracpu-bench-{w}", 0), "msg": o["msg"][-600:]}
+        if c.rusage is not None:
+            r["cpu_s"] = round(c.rusage.ru_utime + c.rusage.ru_stime, 3)
+            r["maxrss_mib"] = round(c.rusage.ru_maxrss / 1024.0, 1)
+        if not finished[w]:
+            r["ready"] = False
+            r["msg"] = "killed: did not return before the pass deadline"
+        if sc.ready_possible:
+            r["false_ready"] = bool(r["ready"] and c.end is not None and c.end < last["sent"])
+            r["latency"] = round(c.end - last["stored"], 3) if (r["ready"] and c.end and not r["false_ready"]) else None
+            r["missed"] = not r["ready"]
+        else:
+            r["false_ready"] = bool(r["ready"])
+            r["latency"] = None
+            r["missed"] = False
+        if r["false_ready"] and last:
+            r["early_by"] = round(last["stored"] - c.end, 3)
+        rec["waiters"][w] = r
+    summary = ", ".join(
+        f"{w}: " + ("FALSE READY" if r["false_ready"] else
+                    (f"{r['latency']:+.2f}s" if r["latency"] is not None else ("timeout" + (
+                        " (named)" if r["named"] else "")))) + f" {r['requests']:.0f}req"
+        for w, r in rec["waiters"].items())
+    log(f"{sc.label} rep {reps_idx}: {summary}; pub lag {lag:.2f}s"
+        + (f"; PUBLISHER ERRORS {len(errors)}: {errors[0]['error']}" if errors else ""))
+    return rec
+
+
+def start_profiled_module(cl, sc, wd, timeout):
+    """The direct module run under pyinstrument (text profile in <wd>/module.profile.txt)."""
+    args = os.path.join(wd, "module-args.json")
+    with open(args, "w") as f:
+        json.dump({"ANSIBLE_MODULE_ARGS": {"kubeconfig": cl.kubeconfigs["module"], "nodes": list(sc.targets),
+                                           "timeout": int(timeout), "wait": True}}, f)
+    prof = os.path.join(wd, "module.profile.txt")
+    argv = [os.path.join(VENV_BIN, "python"), "-m", "pyinstrument", "-r", "text", "--show-all", "-o", prof,
+            waiters.MODULE, args]
+    return waiters.Child("module", argv, waiters.module_env(), REPO, wd)
+
+
+def crosscheck(cl, sc_base, workdir, lead, ready_timeout):
+    """Each waiter alone on the same timeline; apiserver_request_total (GET/LIST/WATCH) delta minus a
+    publisher-only pass: validates the FlowSchema attribution with the metric the brief names."""
+    out = {}
+    base = run_pass(cl, sc_base, 0, workdir, lead, ready_timeout, who=())
+    out["baseline_reads"] = base["read_requests_total"]
+    for w in waiters.ALL:
+        rec = run_pass(cl, sc_base, 0, workdir, lead, ready_timeout, who=(w,))
+        out[w] = {"reads_minus_baseline": rec["read_requests_total"] - base["read_requests_total"],
+                  "flowschema": rec["waiters"][w]["requests"],
+                  "request_delta": rec["request_delta"]}
+    return out
+
+
+# ------------------------------------------------------------------------------------ whole run
+
+def helm_revisions(env, helm):
+    r = subprocess.run([helm, "history", "dra-driver-cpu", "-n", "dra-driver-cpu", "-o", "json"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        return 0
+    return len(json.loads(r.stdout or "[]"))
+
+
+def timed(argv, env, log_path, timeout=900):
+    t = time.monotonic()
+    with open(log_path, "w") as f:
+        r = subprocess.run(argv, env=env, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
+    wall = time.monotonic() - t
+    with open(log_path, errors="replace") as f:
+        text = f.read()
+    return wall, r.returncode, text
+
+
+def recap_changed(text):
+    import re
+    m = re.findall(r"localhost\s+:\s+ok=(\d+)\s+changed=(\d+)", text)
+    return int(m[-1][1]) if m else None
+
+
+def wait_gone(cl, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ns = None
+        try:
+            ns = cl.api.get("/api/v1/namespaces/dra-driver-cpu")
+        except cluster_ctl.sim_api.ApiError as e:
+            if e.status != 404:
+                raise
+        sl = cl.api.get(cluster_ctl.SLICES, query={"fieldSelector": "spec.driver=dra.cpu", "limit": "1"})
+        if ns is None and not sl.get("items"):
+            return time.monotonic()
+        time.sleep(0.5)
+    raise RuntimeError("the driver's namespace/slices did not go away")
+
+
+def whole_run(state_dir, workdir, reps):
+    cl = cluster_ctl.Cluster(state_dir, 1, simulate_driver=True, vcpu=12, numa=2,
+                             extra={"CLUSTER_SLICE_DELETE_DELAY": "2"})
+    res = {"reps": [], "cluster_up_s": None, "notes": []}
+    try:
+        cl.up()
+        res["cluster_up_s"] = round(cl.up_seconds, 1)
+        helm = cl.env["CLUSTER_HELM_BINARY"]
+        env = dict(os.environ)
+        env.update({"KUBECONFIG": cl.env["KUBECONFIG"], "KUBEVIRT_USE_DRA_CPU": "true",
+                    "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
+                    "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
+                    "HELM_CONFIG_HOME": os.path.join(workdir, "helm", "config"),
+                    "HELM_CACHE_HOME": os.path.join(workdir, "helm", "cache"),
+                    "HELM_DATA_HOME": os.path.join(workdir, "helm", "data"),
+                    "KUBECACHEDIR": os.path.join(workdir, "kubectl-cache"),
+                    "ANSIBLE_LOCAL_TEMP": os.path.join(workdir, "ansible-tmp")})
+        evars = json.dumps({"dra_cpu_kubeconfig": cl.env["KUBECONFIG"], "dra_cpu_chart": cl.env["DRA_CPU_CHART"],
+                            "dra_cpu_chart_plain_http": True, "dra_cpu_helm_binary": helm})
+        play = lambda name: [os.path.join(VENV_BIN, "ansible-playbook"), os.path.join(REPO, "playbooks", name),  # noqa: E731
+                             "-e", evars]
+        shell_env = dict(env, KUBECTL=waiters.KUBECTL, HELM=helm, DRA_CPU_CHART=cl.env["DRA_CPU_CHART"],
+                         KUBEVIRT_PROVIDER="k8s-1.36")
+        shell = ["bash", os.path.join(HERE, "shell_install.sh")]
+
+        def ansible_pair(rep):
+            out = {}
+            r0 = helm_revisions(env, helm)
+            wall, rc, text = timed(play("install.yml"), env, os.path.join(workdir, f"install-{rep}.log"))
+            r1 = helm_revisions(env, helm)
+            out["install"] = {"wall": round(wall, 2), "rc": rc, "changed": recap_changed(text), "new_revisions": r1 - r0}
+            wall, rc, text = timed(play("install.yml"), env, os.path.join(workdir, f"install-noop-{rep}.log"))
+            r2 = helm_revisions(env, helm)
+            out["noop"] = {"wall": round(wall, 2), "rc": rc, "changed": recap_changed(text), "new_revisions": r2 - r1}
+            log(f"whole run rep {rep}: install.yml {out['install']}, re-run {out['noop']}")
+            wall, rc, text = timed(play("uninstall.yml"), env, os.path.join(workdir, f"uninstall-{rep}.log"))
+            if rc != 0:
+                res["notes"].append(f"uninstall.yml failed (rc {rc}) in rep {rep}; cleaned up with helm/kubectl")
+                cleanup()
+            wait_gone(cl)
+            return out
+
+        def shell_pair(rep):
+            out = {}
+            r0 = helm_revisions(env, helm)
+            wall, rc, _ = timed(shell, shell_env, os.path.join(workdir, f"shell-{rep}.log"))
+            r1 = helm_revisions(env, helm)
+            out["install"] = {"wall": round(wall, 2), "rc": rc, "new_revisions": r1 - r0}
+            wall, rc, _ = timed(shell, shell_env, os.path.join(workdir, f"shell-noop-{rep}.log"))
+            r2 = helm_revisions(env, helm)
+            out["noop"] = {"wall": round(wall, 2), "rc": rc, "new_revisions": r2 - r1}
+            log(f"whole run rep {rep}: shell {out['install']}, re-run {out['noop']}")
+            cleanup()
+            wait_gone(cl)
+            return out
+
+        def cleanup():
+            subprocess.run([helm, "uninstall", "dra-driver-cpu", "-n", "dra-driver-cpu", "--wait"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run([waiters.KUBECTL, "delete", "namespace", "dra-driver-cpu", "--ignore-not-found",
+                            "--wait=true", "--timeout=120s"], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+        for rep in range(reps):
+            one = {}
+            # alternate the order so that neither side always runs on a colder cluster
+            if rep % 2 == 0:
+                one["ansible"] = ansible_pair(rep)
+                one["shell"] = shell_pair(rep)
+            else:
+                one["shell"] = shell_pair(rep)
+                one["ansible"] = ansible_pair(rep)
+            res["reps"].append(one)
+    finally:
+        res["notes"] += cl.notes
+        cl.down()
+    return res
+
+
+# ------------------------------------------------------------------------------------ plan
+
+def plan(args):
+    if args.smoke:
+        return {
+            "span": 6.0, "lead": 3.0, "ready_timeout": 40, "reps": 1,
+            "clusters": [
+                {"nodes": 1, "scenarios": [("spread", 2)]},
+                {"nodes": 10, "scenarios": [("spread", 2), ("chunks", 2), ("generation", 2), ("stale", 2),
+                                            ("no-driver", 2)]},
+            ],
+            "whole_run_reps": 0, "crosscheck": None, "profile": None,
+        }
+    reps = args.reps
+    return {
+        "span": 20.0, "lead": 3.0, "ready_timeout": 40, "reps": reps,
+        "clusters": [
+            {"nodes": 1, "scenarios": [("spread", 2), ("spread", 8)]},
+            {"nodes": 10, "scenarios": [("spread", 2), ("spread", 8), ("chunks", 2), ("generation", 2),
+                                        ("stale", 2), ("no-driver", 2)]},
+            {"nodes": 100, "scenarios": [("spread", 2), ("spread", 8)]},
+            {"nodes": 1000, "scenarios": [("spread", 2), ("spread", 8)]},
+        ],
+        "whole_run_reps": args.whole_run_reps, "crosscheck": (100, 8), "profile": (1000, 8),
+    }
+
+
+def machine():
+    info = {"uname_r": platform.release(), "python": platform.python_version()}
+    try:
+        lscpu = subprocess.run(["lscpu"], stdout=subprocess.PIPE, text=True).stdout
+        for line in lscpu.splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() in ("Model name", "CPU(s)", "Thread(s) per core", "Hypervisor vendor", "Architecture"):
+                info[k.strip()] = v.strip()
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+        info["memory_gib"] = round(kb / 1024 / 1024, 1)
+    except (OSError, ValueError):
+        pass
+    for name, argv in (("kubectl", [waiters.KUBECTL, "version", "--client", "-o", "json"]),
+                       ("ansible", [os.path.join(VENV_BIN, "ansible"), "--version"])):
+        try:
+            out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+            info[name] = (json.loads(out)["clientVersion"]["gitVersion"] if name == "kubectl"
+                          else out.splitlines()[0])
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+    return info
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true", help="N=1 and 10, 1 repetition, 6 s timeline (< 3 min)")
+    ap.add_argument("--reps", type=int, default=5, help="repetitions per workload (default 5)")
+    ap.add_argument("--whole-run-reps", type=int, default=3)
+    ap.add_argument("--only-nodes", type=int, action="append", help="run only these cluster sizes")
+    ap.add_argument("--no-whole-run", action="store_true")
+    ap.add_argument("--out", help="output directory for results.md/results.png/results.json "
+                                  "(default: bench/ for a full run, bench/out/smoke for --smoke)")
+    ap.add_argument("--state-prefix", default="/tmp/dracpu-bench", help="cluster state dirs: <prefix>-<n>")
+    args = ap.parse_args(argv)
+
+    if os.geteuid() != 0:
+        print("bench/run.py needs root: the test cluster creates a network namespace", file=sys.stderr)
+        return 2
+    if matplotlib is None:
+        print(deps_hint(), file=sys.stderr)
+    out_dir = os.path.abspath(args.out or (os.path.join(HERE, "out", "smoke") if args.smoke else HERE))
+    os.makedirs(out_dir, exist_ok=True)
+    workdir = os.path.join(args.state_prefix + "-work", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(workdir, exist_ok=True)
+    p = plan(args)
+    started = time.time()
+    results = {"smoke": args.smoke, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(),
+               "plan": {k: v for k, v in p.items() if k != "clusters"}, "clusters": [], "passes": [],
+               "crosscheck": None, "whole_run": None, "notes": [], "profile": None}
+    results["plan"]["clusters"] = [{"nodes": c["nodes"], "scenarios": c["scenarios"]} for c in p["clusters"]]
+    log(f"bench start: {'smoke' if args.smoke else 'full'}; work dir {workdir}; output {out_dir}")
+    try:
+        for cdef in p["clusters"]:
+            n = cdef["nodes"]
+            if args.only_nodes and n not in args.only_nodes:
+                continue
+            state = f"{args.state_prefix}-{n}"
+            cl = cluster_ctl.Cluster(state, n, simulate_driver=False, vcpu=timeline.VCPU, numa=8)
+            cinfo = {"nodes": n, "state_dir": state}
+            results["clusters"].append(cinfo)
+            try:
+                cl.up()
+                cinfo["up_s"] = round(cl.up_seconds, 1)
+                t = time.monotonic()
+                uids = cl.ensure_nodes()
+                cinfo["nodes_ready_s"] = round(time.monotonic() - t, 1)
+                cwd = os.path.join(workdir, f"n{n}")
+                cl.setup_identities(os.path.join(cwd, "identities"))
+                cl.pub_api = cluster_ctl.sim_api.Api(cl.kubeconfigs["publisher"], qps=0, burst=0, pool_size=32)
+                for kind, cells in cdef["scenarios"]:
+                    for rep in range(p["reps"]):
+                        seed = n * 1000 + cells * 100 + rep * 10 + timeline.KINDS.index(kind)
+                        sc = timeline.build(kind, n, cells, seed, span=p["span"], uids=uids)
+                        try:
+                            results["passes"].append(run_pass(cl, sc, rep, cwd, p["lead"], p["ready_timeout"]))
+                        except Exception as e:  # noqa: BLE001 -- keep going, report the broken pass
+                            log(f"pass {sc.label} rep {rep} broke: {e}\n{traceback.format_exc()}")
+                            results["notes"].append(f"pass {sc.label} rep {rep} broke: {e}")
+                if p["crosscheck"] and p["crosscheck"][0] == n:
+                    sc = timeline.build("spread", n, p["crosscheck"][1], 4242, span=p["span"], uids=uids)
+                    results["crosscheck"] = {"scenario": sc.label,
+                                             **crosscheck(cl, sc, os.path.join(cwd, "crosscheck"), p["lead"],
+                                                          p["ready_timeout"])}
+                if p["profile"] and p["profile"][0] == n:
+                    sc = timeline.build("spread", n, p["profile"][1], 4343, span=p["span"], uids=uids)
+                    pdir = os.path.join(cwd, "profile")
+                    rec = run_pass(cl, sc, 0, pdir, p["lead"], p["ready_timeout"], who=("module",), profile=True)
+                    prof = os.path.join(pdir, f"{sc.name}-r0-module", "module.profile.txt")
+                    if os.path.exists(prof):
+                        dst = os.path.join(out_dir, "profile-module-1000x8.txt")
+                        shutil.copy(prof, dst)
+                        results["profile"] = {"file": os.path.relpath(dst, REPO), "pass": rec["waiters"]["module"]}
+            except Exception as e:  # noqa: BLE001
+                log(f"cluster N={n} failed: {e}\n{traceback.format_exc()}")
+                results["notes"].append(f"cluster N={n} failed: {str(e)[-1500:]}")
+            finally:
+                cinfo["notes"] = cl.notes
+                results["notes"] += [f"N={n}: {x}" for x in cl.notes]
+                cl.down()
+            dump_raw(results, out_dir)
+        if p["whole_run_reps"] and not args.no_whole_run and not args.only_nodes:
+            try:
+                results["whole_run"] = whole_run(f"{args.state_prefix}-whole", os.path.join(workdir, "whole"),
+                                                 p["whole_run_reps"])
+            except Exception as e:  # noqa: BLE001
+                log(f"whole run failed: {e}\n{traceback.format_exc()}")
+                results["notes"].append(f"whole run failed: {str(e)[-1500:]}")
+    finally:
+        results["duration_s"] = round(time.time() - started, 1)
+        dump_raw(results, out_dir)
+        import report
+        md = report.write(results, out_dir)
+        log(f"bench done in {results['duration_s']:.0f}s: {md}")
+    return 0
+
+
+def dump_raw(results, out_dir):
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Publication timelines (pure: no cluster I/O).
+
+A scenario is a seeded schedule of ResourceSlice operations relative to t0. Slices are built with
+tests/cluster/sim/sim_slices.py (the same builder the simulated driver uses), so their shape is the
+driver's: one pool per node named after it, devices per NUMA cell, chunking by the builder.
+
+Every schedule is *monotone*: the ground truth "every target node has a complete pool at its
+highest generation" becomes true exactly once, after the last event marked ``required`` (or never,
+for ``no-driver``), and stays true. So a waiter that returned "ready" before the last required
+slice was stored is a false ready, and detection latency = return time - store time of that slice.
+``check_monotone`` verifies this property on the schedule itself with an independent completeness
+rule (``truth_complete``), not the module's code.
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+SIM = os.path.join(REPO, "tests", "cluster", "sim")
+if SIM not in sys.path:
+    sys.path.insert(0, SIM)
+
+import sim_config  # noqa: E402  (tests/cluster/sim, owned by the simulator's author: reused, not copied)
+import sim_slices  # noqa: E402
+import sim_topology  # noqa: E402
+
+VCPU = 48                      # CPUs per simulated node (both cell counts split these evenly)
+RESERVED = [0, 1]              # the shell installer's default DRA_CPU_RESERVED_CPUS=0-1
+RESERVED_GEN2 = [0, 1, 2, 3]   # the "reserved CPUs changed" generation
+STALE_NODE = "node-gone"       # a node that was removed from the cluster
+
+KINDS = ("spread", "chunks", "generation", "stale", "no-driver")
+
+DESCRIPTIONS = {
+    "spread": "every node publishes its pool (1 slice) once, at a uniform random time in [0, span]",
+    "chunks": "one node's pool has resourceSliceCount 2; chunk 1 lands early, chunk 2 at t=span "
+              "(the last required slice); the others publish in [0, 0.6*span]",
+    "generation": "one node publishes generation 1 (reserved 0-1) at t<0.1*span, then generation 2 "
+                  "(reserved 0-3, 2 chunks) as new slices: chunk 1 at 0.4*span, chunk 2 at t=span; "
+                  "the obsolete generation-1 slice is deleted 0.3 s after chunk 2; the others "
+                  "publish in [0, 0.75*span]",
+    "stale": "a slice of a removed node (node-gone, not a Node any more, not a target) exists "
+             "before the wait starts; N-1 nodes publish in [0, 0.6*span], the last one at t=span",
+    "no-driver": "one node's driver cannot run: it never publishes; the others publish in "
+                 "[0, span]. The right answer is a timeout naming that node",
+}
+
+
+@dataclass
+class Event:
+    t: float                     # seconds after t0
+    op: str                      # create | update | delete
+    key: str                     # local handle of the slice object (server names are generated)
+    node: str
+    body: dict | None = None
+    required: bool = True        # part of reaching the ready state
+    note: str = ""
+
+
+@dataclass
+class Scenario:
+    name: str
+    kind: str
+    nodes: int
+    cells: int
+    seed: int
+    span: float
+    targets: list
+    pre: list = field(default_factory=list)      # events applied before the waiters start
+    events: list = field(default_factory=list)
+    ready_possible: bool = True
+    special_node: str | None = None              # the node the adversarial case is about
+
+    @property
+    def label(self):
+        return f"{self.kind} N={self.nodes} cells={self.cells}"
+
+
+def node_name(i):
+    return sim_topology.node_name(i) if hasattr(sim_topology, "node_name") else f"node{i:02d}"
+
+
+def pool_slices(node, uid, cells, generation=1, reserved=None, min_chunks=1):
+    topo = sim_topology.build_topology(cpus=VCPU, numa_nodes=cells)
+    cfg = sim_config.DriverConfig(reserved_cpus=list(RESERVED if reserved is None else reserved), flavor="main")
+    return sim_slices.build_slices(topo, cfg, node, uid, generation, min_chunks=min_chunks)
+
+
+def build(kind, nodes, cells, seed, span=20.0, uids=None):
+    """The scenario's schedule. ``uids``: node name -> Node uid (owner references), optional."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown scenario kind {kind!r}; expected one of {KINDS}")
+    if kind != "spread" and nodes < 2:
+        raise ValueError(f"{kind} needs at least 2 nodes")
+    rnd = random.Random(seed)
+    uids = uids or {}
+    targets = [node_name(i + 1) for i in range(nodes)]
+    sc = Scenario(name=f"{kind}-n{nodes}-c{cells}", kind=kind, nodes=nodes, cells=cells, seed=seed,
+                  span=span, targets=targets)
+
+    def publish(node, t, **kw):
+        for k, body in enumerate(pool_slices(node, uids.get(node, ""), cells, **kw)):
+            sc.events.append(Event(t=t, op="create", key=f"{node}/g{kw.get('generation', 1)}/{k}", node=node, body=body))
+
+    if kind == "spread":
+        for n in targets:
+            publish(n, rnd.uniform(0, span))
+    else:
+        special = targets[rnd.randrange(nodes)]
+        sc.special_node = special
+        others = [n for n in targets if n != special]
+        if kind == "chunks":
+            for n in others:
+                publish(n, rnd.uniform(0, 0.6 * span))
+            c1, c2 = pool_slices(special, uids.get(special, ""), cells, min_chunks=2)
+            sc.events.append(Event(t=rnd.uniform(0.1 * span, 0.5 * span), op="create", key=f"{special}/g1/0",
+                                   node=special, body=c1, note="chunk 1 of 2"))
+            sc.events.append(Event(t=span, op="create", key=f"{special}/g1/1", node=special, body=c2,
+                                   note="chunk 2 of 2"))
+        elif kind == "generation":
+            for n in others:
+                publish(n, rnd.uniform(0, 0.75 * span))
+            (g1,) = pool_slices(special, uids.get(special, ""), cells, generation=1)
+            c1, c2 = pool_slices(special, uids.get(special, ""), cells, generation=2, reserved=RESERVED_GEN2,
+                                 min_chunks=2)
+            sc.events.append(Event(t=rnd.uniform(0, 0.1 * span), op="create", key=f"{special}/g1/0", node=special,
+                                   body=g1, note="generation 1"))
+            sc.events.append(Event(t=0.4 * span, op="create", key=f"{special}/g2/0", node=special, body=c1,
+                                   note="generation 2, chunk 1 of 2"))
+            sc.events.append(Event(t=span, op="create", key=f"{special}/g2/1", node=special, body=c2,
+                                   note="generation 2, chunk 2 of 2"))
+            sc.events.append(Event(t=span + 0.3, op="delete", key=f"{special}/g1/0", node=special, required=False,
+                                   note="obsolete generation 1 deleted"))
+        elif kind == "stale":
+            for k, body in enumerate(pool_slices(STALE_NODE, "", cells)):
+                sc.pre.append(Event(t=-1, op="create", key=f"{STALE_NODE}/g1/{k}", node=STALE_NODE, body=body,
+                                    required=False, note="stale slice of a removed node"))
+            for n in others:
+                publish(n, rnd.uniform(0, 0.6 * span))
+            publish(special, span)
+        elif kind == "no-driver":
+            sc.ready_possible = False
+            for n in others:
+                publish(n, rnd.uniform(0, span))
+    sc.events.sort(key=lambda e: (e.t, e.key))
+    check_monotone(sc)
+    return sc
+
+
+# ------------------------------------------------------------------ ground truth (independent rule)
+
+def truth_complete(slices, targets):
+    """Every target has slices; at its highest generation the count equals resourceSliceCount."""
+    by_node = {}
+    for s in slices:
+        spec = s["spec"]
+        by_node.setdefault(spec["nodeName"], []).append(spec["pool"])
+    for n in targets:
+        pools = by_node.get(n)
+        if not pools:
+            return False
+        top = max(p["generation"] for p in pools)
+        at_top = [p for p in pools if p["generation"] == top]
+        if len(at_top) != at_top[0]["resourceSliceCount"]:
+            return False
+    return True
+
+
+def truth_series(sc):
+    """[(event index, complete after it)] applying pre + events in order."""
+    state = {}
+    for e in sc.pre:
+        state[e.key] = e.body
+    out = []
+    for i, e in enumerate(sc.events):
+        if e.op in ("create", "update"):
+            state[e.key] = e.body
+        else:
+            state.pop(e.key, None)
+        out.append((i, truth_complete(state.values(), sc.targets)))
+    return out
+
+
+def last_required_index(sc):
+    idx = [i for i, e in enumerate(sc.events) if e.required]
+    return idx[-1] if idx else None
+
+
+def check_monotone(sc):
+    series = truth_series(sc)
+    last = last_required_index(sc)
+    for i, complete in series:
+        want = sc.ready_possible and last is not None and i >= last
+        if complete != want:
+            raise AssertionError(f"{sc.name}: ground truth after event {i} ({sc.events[i].op} {sc.events[i].key} "
+                                 f"t={sc.events[i].t:.2f}) is {complete}, schedule expects {want}")

@@ -1,0 +1,164 @@
+"""The four waiters, each a child process started with its own identity (kubeconfig).
+
+  rule1     bench/rule1.sh: the shell installer's rule (every 5 s: #slices of dra.cpu >= #Nodes)
+  rule2     bench/rule2.sh: upstream CI's rule (every 1 s: any ResourceSlice exists)
+  module    python plugins/modules/cpu_topology.py args.json (direct module run)
+  playbook  ansible-playbook bench/wait_topology.yml (the module through Ansible)
+
+Return time = when the bench reaps the child (os.wait4 in a thread per child, time.time()); the
+child's rusage (CPU seconds, peak RSS) comes from the same wait4.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+VENV = os.path.join(REPO, ".venv")
+VENV_BIN = os.path.join(VENV, "bin")
+KUBECTL = os.path.join(VENV_BIN, "kubectl")
+MODULE = os.path.join(REPO, "plugins", "modules", "cpu_topology.py")
+PLAYBOOK = os.path.join(HERE, "wait_topology.yml")
+
+ALL = ("rule1", "rule2", "module", "playbook")
+LABELS = {
+    "rule1": "rule 1: shell installer (5 s, count slices >= nodes)",
+    "rule2": "rule 2: upstream CI (1 s, any slice)",
+    "module": "cpu_topology, direct module run",
+    "playbook": "cpu_topology via ansible-playbook",
+}
+SHORT = {"rule1": "rule 1 (shell)", "rule2": "rule 2 (upstream CI)", "module": "module (direct)",
+         "playbook": "module (ansible-playbook)"}
+
+
+def venv_site_packages():
+    out = subprocess.run([os.path.join(VENV_BIN, "python"), "-c",
+                          "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         stdout=subprocess.PIPE, text=True, check=True)
+    return out.stdout.strip()
+
+
+_SITE = None
+
+
+def module_env():
+    global _SITE
+    if _SITE is None:
+        _SITE = venv_site_packages()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, ".collections"), _SITE])
+    return env
+
+
+class Child:
+    def __init__(self, wid, argv, env, cwd, workdir):
+        self.wid = wid
+        self.argv = argv
+        self.out_path = os.path.join(workdir, f"{wid}.out")
+        self.err_path = os.path.join(workdir, f"{wid}.err")
+        self.start = None
+        self.end = None
+        self.rc = None
+        self.rusage = None
+        self._out = open(self.out_path, "w")
+        self._err = open(self.err_path, "w")
+        self.start = time.time()
+        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=self._out, stderr=self._err,
+                                     start_new_session=True)
+        self.thread = threading.Thread(target=self._reap, daemon=True)
+        self.thread.start()
+
+    def _reap(self):
+        _, status, ru = os.wait4(self.proc.pid, 0)
+        self.end = time.time()
+        self.rc = os.waitstatus_to_exitcode(status)
+        self.proc.returncode = self.rc
+        self.rusage = ru
+        self._out.close()
+        self._err.close()
+
+    def join(self, deadline):
+        self.thread.join(max(0.0, deadline - time.time()))
+        if self.thread.is_alive():
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.thread.join(10)
+            return False
+        return True
+
+    def output(self):
+        with open(self.out_path, errors="replace") as f:
+            out = f.read()
+        with open(self.err_path, errors="replace") as f:
+            err = f.read()
+        return out, err
+
+
+def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
+    """Start one waiter; timeout (s) is the module's `timeout` and caps the polling rules."""
+    os.makedirs(workdir, exist_ok=True)
+    env = dict(os.environ)
+    env["KUBECONFIG"] = kubeconfig
+    env["KUBECACHEDIR"] = os.path.join(workdir, "..", "kubectl-cache-" + wid)
+    if wid == "rule1":
+        env.update(KUBECTL=KUBECTL, INTERVAL="5", MAX_TRIES=str(poll_tries or max(1, int(timeout // 5) + 1)))
+        return Child(wid, ["bash", os.path.join(HERE, "rule1.sh")], env, REPO, workdir)
+    if wid == "rule2":
+        env.update(KUBECTL=KUBECTL, INTERVAL="1", MAX_TRIES=str(poll_tries or max(1, int(timeout) + 1)))
+        return Child(wid, ["bash", os.path.join(HERE, "rule2.sh")], env, REPO, workdir)
+    if wid == "module":
+        args = os.path.join(workdir, "module-args.json")
+        with open(args, "w") as f:
+            json.dump({"ANSIBLE_MODULE_ARGS": {"kubeconfig": kubeconfig, "nodes": list(nodes),
+                                               "timeout": int(timeout), "wait": True}}, f)
+        return Child(wid, [os.path.join(VENV_BIN, "python"), MODULE, args], module_env(), REPO, workdir)
+    if wid == "playbook":
+        vars_path = os.path.join(workdir, "playbook-vars.json")
+        with open(vars_path, "w") as f:
+            json.dump({"bench_kubeconfig": kubeconfig, "bench_nodes": list(nodes), "bench_timeout": int(timeout)}, f)
+        env["ANSIBLE_CONFIG"] = os.path.join(REPO, "ansible.cfg")
+        env["PATH"] = VENV_BIN + os.pathsep + env.get("PATH", "")
+        env["ANSIBLE_LOCAL_TEMP"] = os.path.join(workdir, "ansible-tmp")
+        env["ANSIBLE_PYTHON_INTERPRETER"] = os.path.join(VENV_BIN, "python")
+        env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
+        return Child(wid, [os.path.join(VENV_BIN, "ansible-playbook"), PLAYBOOK, "-e", "@" + vars_path],
+                     env, REPO, workdir)
+    raise ValueError(wid)
+
+
+def outcome(child, special_node=None):
+    """{ready: bool, rc, named: bool|None, stats: dict|None, msg}"""
+    out, err = child.output()
+    res = {"rc": child.rc, "ready": child.rc == 0, "named": None, "stats": None, "msg": ""}
+    if child.wid == "module":
+        try:
+            data = json.loads(out[out.index("{"):])
+        except ValueError:
+            data = {"failed": True, "msg": f"no JSON from the module: {out[-300:]} {err[-300:]}"}
+        res["ready"] = child.rc == 0 and not data.get("failed")
+        res["msg"] = str(data.get("msg", ""))[:2000]
+        res["stats"] = data.get("wait_stats")
+    elif child.wid == "playbook":
+        try:
+            data = json.loads(out[out.index("{"):])
+            task = data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+        except (ValueError, KeyError, IndexError):
+            task = {"failed": True, "msg": f"no JSON from ansible-playbook: {out[-300:]} {err[-300:]}"}
+        res["ready"] = child.rc == 0 and not task.get("failed")
+        res["msg"] = str(task.get("msg", ""))[:2000]
+        res["stats"] = task.get("wait_stats")
+    else:
+        res["msg"] = (out + err).strip()[-300:]
+    if special_node and not res["ready"] and child.wid in ("module", "playbook"):
+        res["named"] = special_node in (res["msg"] or out)
+    return res
