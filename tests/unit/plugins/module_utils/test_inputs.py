@@ -166,5 +166,5 @@ def test_values_for_020():
     assert errors == []
     assert settings["group_by"] == "socket"
     assert settings["supports_node_affinity"] is False
-    assert i.chart_values_for(settings)["args"] == {"reservedCPUs": "0-1", "groupBy": "socket",
-                                                   "cpuDeviceMode": "grouped"}
+    expected = {"reservedCPUs": "0-1", "groupBy": "socket", "cpuDeviceMode": "grouped"}
+    assert i.chart_values_for(settings)["args"] == expected

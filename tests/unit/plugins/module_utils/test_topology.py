@@ -168,8 +168,8 @@ def test_empty_topology():
 
 
 def test_unqualified_attributes_and_unknown_names():
-    slice_ = {"spec": {"driver": "dra.cpu", "nodeName": "x", "pool": {"name": "x", "generation": 4,
-                                                                       "resourceSliceCount": 1},
+    pool = {"name": "x", "generation": 4, "resourceSliceCount": 1}
+    slice_ = {"spec": {"driver": "dra.cpu", "nodeName": "x", "pool": pool,
                        "devices": [{"name": "weird", "attributes": {"numaNodeID": {"int": 3}},
                                     "capacity": {"dra.cpu/cpu": {"value": "2000m"}}}]}}
     node = t.build_topology([slice_])["nodes"]["x"]
@@ -229,8 +229,8 @@ def test_sizing_mismatch_numbers(slices):
 
 def test_sizing_fully_reserved_cell_is_omitted():
     # 4 vCPU over 2 cells, reserved 0-1: cell 0 empty -> not published in grouped mode
-    slice_ = {"spec": {"driver": "dra.cpu", "nodeName": "n", "pool": {"name": "n", "generation": 1,
-                                                                       "resourceSliceCount": 1},
+    pool = {"name": "n", "generation": 1, "resourceSliceCount": 1}
+    slice_ = {"spec": {"driver": "dra.cpu", "nodeName": "n", "pool": pool,
                        "devices": [{"name": "cpudevnuma001",
                                     "attributes": {"dra.cpu/numaNodeID": {"int": 1}},
                                     "capacity": {"dra.cpu/cpu": {"value": "2"}}}]}}
