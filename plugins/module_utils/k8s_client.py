@@ -169,7 +169,7 @@ class RawApi(object):
         self.requests = 0
 
     def _request(self, path, query=None, accept=None, timeout=None):
-        params = {"serialize": False, "query_params": [(k, v) for k, v in (query or {}).items()]}
+        params = {"serialize": False, "query_params": list((query or {}).items())}
         if accept:
             params["header_params"] = {"Accept": accept}
         if timeout is not None:

@@ -18,8 +18,7 @@ class FakeResponse(object):
         self.closed = False
 
     def stream(self, amt=None, decode_content=False):
-        for chunk in self.chunks:
-            yield chunk
+        yield from self.chunks
         if self.error_after is not None:
             raise self.error_after
 

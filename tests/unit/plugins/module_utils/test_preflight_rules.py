@@ -222,10 +222,10 @@ def test_eligible_nodes_selector_and_custom_tolerations():
     assert eligible == ["a"]
     assert excluded == [{"node": "b", "reason": "nodeSelector cpu=dra does not match"},
                         {"node": "c", "reason": "taint x=1:NoSchedule not tolerated"}]
-    eligible, _ = r.eligible_nodes(nodes, {"cpu": "dra"},
+    eligible, _excluded = r.eligible_nodes(nodes, {"cpu": "dra"},
                                    tolerations=[{"key": "x", "operator": "Equal", "value": "1"}])
     assert eligible == ["a", "c"]
-    eligible, _ = r.eligible_nodes(nodes, {"cpu": "dra"},
+    eligible, _excluded = r.eligible_nodes(nodes, {"cpu": "dra"},
                                    tolerations=[{"key": "x", "operator": "Equal", "value": "2"}])
     assert eligible == ["a"]
 
@@ -284,7 +284,7 @@ def test_plan_skip_disabled_or_unsupported():
 
 
 def test_plan_skip_nothing_left():
-    out, skipped, _ = r.plan_skip([_static("node02")], True, True, ["node02"])
+    out, skipped, _affinity = r.plan_skip([_static("node02")], True, True, ["node02"])
     assert [s["node"] for s in skipped] == ["node02"]
     assert out[-1]["check"] == "eligible_nodes"
     assert out[-1]["severity"] == "error"

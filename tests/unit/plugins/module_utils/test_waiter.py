@@ -22,6 +22,10 @@ class Clock(object):
         self.now += seconds
 
 
+def _raise(exc):
+    raise exc
+
+
 class FakeApi(object):
     """Scripted API: lists and watches are consumed in order.
 
@@ -50,7 +54,7 @@ class FakeApi(object):
         script = self.watches.pop(0) if self.watches else [("advance", 1000)]
         for item in script:
             if isinstance(item, Exception):
-                raise item
+                _raise(item)
             if isinstance(item, tuple) and item[0] == "advance":
                 self.clock.now += item[1]
                 continue

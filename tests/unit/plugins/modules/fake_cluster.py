@@ -24,6 +24,10 @@ except ImportError:  # ansible-core < 2.19
             yield
 
 
+def _raise(exc):
+    raise exc
+
+
 class ModuleExit(Exception):
     def __init__(self, result, failed):
         super(ModuleExit, self).__init__(result.get("msg", ""))
@@ -75,8 +79,7 @@ class Response(object):
         if self.chunks is None:
             yield self.data
             return
-        for chunk in self.chunks:
-            yield chunk
+        yield from self.chunks
 
     def close(self):
         pass
@@ -122,7 +125,7 @@ class FakeCluster(object):
         if query.get("watch") == "true":
             events = self.watches.pop(0) if self.watches else []
             if isinstance(events, Exception):
-                raise events
+                _raise(events)
             return Response(chunks=[(json.dumps(e) + "\n").encode() for e in events])
         if path not in self.routes:
             raise HTTPError(404, "%s not found" % path)
