@@ -222,11 +222,11 @@ def test_eligible_nodes_selector_and_custom_tolerations():
     assert eligible == ["a"]
     assert excluded == [{"node": "b", "reason": "nodeSelector cpu=dra does not match"},
                         {"node": "c", "reason": "taint x=1:NoSchedule not tolerated"}]
-    eligible, _excluded = r.eligible_nodes(nodes, {"cpu": "dra"},
-                                   tolerations=[{"key": "x", "operator": "Equal", "value": "1"}])
+    tolerations = [{"key": "x", "operator": "Equal", "value": "1"}]
+    eligible, _excluded = r.eligible_nodes(nodes, {"cpu": "dra"}, tolerations=tolerations)
     assert eligible == ["a", "c"]
-    eligible, _excluded = r.eligible_nodes(nodes, {"cpu": "dra"},
-                                   tolerations=[{"key": "x", "operator": "Equal", "value": "2"}])
+    tolerations = [{"key": "x", "operator": "Equal", "value": "2"}]
+    eligible, _excluded = r.eligible_nodes(nodes, {"cpu": "dra"}, tolerations=tolerations)
     assert eligible == ["a"]
 
 
