@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Keep the dra_cpu role's variables in step across its three descriptions.
 
 The sources:
@@ -202,12 +202,12 @@ def check(root=ROOT):
 
 
 def write_readme(path=README):
-    specs, _ = load_specs()
+    specs = load_specs()[0]
     text = path.read_text()
     if BEGIN not in text or END not in text:
         raise SystemExit(f"README.md has no {BEGIN} ... {END} markers")
     head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    tail = rest.split(END, 1)[1]
     path.write_text(f"{head}{BEGIN}\n{render_table(specs)}\n{END}{tail}")
 
 
