@@ -634,6 +634,9 @@ class Sim:
                         self.logs.write(node, rt.ns, rt.name, c["name"],
                                         f"simulated container {c['name']} ({c.get('image', '')}) started on {node}")
             log.info("pod %s/%s on %s: Running%s", rt.ns, rt.name, node, " (driver)" if rt.is_driver else "")
+            if rt.is_driver and self.specs[node].cpu_manager_policy == "static":
+                self.warn_once(("static", node), "driver pod runs on %s whose kubelet has cpuManagerPolicy=static "
+                               "(the real driver's CPU preparation would conflict there)", node)
             if rt.is_driver:
                 self.mark(("drv", node))
         elif want == "crash":
@@ -763,9 +766,6 @@ class Sim:
                                    f"{t.threads_per_core} thread(s) per core, {cells}; reserved "
                                    f"{cpuset.format(cfg.reserved_cpus) or 'none'}, available "
                                    f"{cpuset.format(avail) or 'none'}", "cpuinfo.go:140"))
-            if s.cpu_manager_policy == "static":
-                lines.append(klog("W", f"kubelet on {rt.node} runs cpuManagerPolicy=static: CPU preparation "
-                                       "will conflict with the kubelet CPU manager", "driver.go:210"))
         self.logs.write(rt.node, rt.ns, rt.name, c["name"], *lines)
 
     def driver_log(self, node, uid, sev, msg, src="driver.go:300"):
