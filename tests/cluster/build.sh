@@ -22,6 +22,13 @@ go_build() { # name, module dir, out dir, packages...
   local name=$1 dir=$2 out=$3; shift 3
   if [ -f "$out/.complete" ]; then return 0; fi
   mkdir -p "$out"
+  # one build per output dir at a time: a second caller waits, then finds it complete
+  exec 9>"$out.lock"
+  if ! flock -n 9; then
+    log "$name: another build is running; waiting for it"
+    flock 9
+  fi
+  if [ -f "$out/.complete" ]; then exec 9>&-; return 0; fi
   log "building $name into $out (first run only; kubernetes takes many minutes on 2 cores)"
   local start=$SECONDS
   ( cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 /usr/bin/time -f "%e s wall, %M KiB peak RSS" \
@@ -34,6 +41,7 @@ go_build() { # name, module dir, out dir, packages...
   wait "$pid"
   log "$name built: $(cat "$out/.build-stats" 2>/dev/null)"
   touch "$out/.complete"
+  exec 9>&-
 }
 
 build_etcd() {
