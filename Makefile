@@ -6,6 +6,10 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 CLUSTER := $(PY) tests/cluster/cluster.py
 COLL_BUILD := build/ansible_collections/kubevirtci/dra_cpu
+# the test harness (cluster, simulator, pytest integration suites, benchmark, scripts) is not
+# part of the collection artifact (galaxy.yml build_ignore) and is checked by pytest, not sanity
+SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
+	--exclude bench/ --exclude hack/
 
 .PHONY: deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration molecule docs-check bench clean
@@ -32,10 +36,12 @@ unit: deps                  ## pytest unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q
 
 sanity: deps                ## ansible-test sanity on a copy laid out as ansible_collections/kubevirtci/dra_cpu
-	@rm -rf build && mkdir -p $(COLL_BUILD)
-	@git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents {} $(COLL_BUILD)/ 2>/dev/null || true
+	@rm -rf build && mkdir -p $(COLL_BUILD) build/ansible_collections/kubernetes
+	@git ls-files --cached --others --exclude-standard | tar -cf - -T - | tar -xf - -C $(COLL_BUILD)
+	@cp -r $$($(PY) -c 'import ansible_collections.kubernetes.core as m, os; print(list(m.__path__)[0])') \
+	  build/ansible_collections/kubernetes/core
 	cd $(COLL_BUILD) && $(CURDIR)/$(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no \
-	  --exclude tests/cluster/ --exclude tests/fixtures/ --exclude bench/ --exclude hack/ --exclude tests/integration/
+	  $(SANITY_EXCLUDES)
 
 lint: deps                  ## ansible-lint (production profile) and docs checks
 	$(VENV)/bin/ansible-lint

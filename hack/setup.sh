@@ -45,4 +45,15 @@ fi
 
 mkdir -p .collections/ansible_collections/kubevirtci
 ln -sfn ../../.. .collections/ansible_collections/kubevirtci/dra_cpu
-log "ready: $("$venv/bin/ansible" --version | head -1), $("$venv/bin/python" --version)"
+log "ready: $("$venv/bin/ansible" --version | awk "NR==1"), $("$venv/bin/python" --version)"
+
+# ansible-test sanity bootstraps pip from a host this machine cannot reach: give it the offline
+# equivalent (see hack/get_pip_offline.py) for the pip version this ansible-test pins.
+for v in $("$venv/bin/python" -c "
+import os, re, ansible_test
+src = open(os.path.join(os.path.dirname(ansible_test.__file__), '_internal', 'python_requirements.py')).read()
+print(' '.join(sorted(set(re.findall(r\"pip='([0-9.]+)'\", src)))))"); do
+  target="$HOME/.ansible/test/cache/get_pip_${v//./_}.py"
+  mkdir -p "$(dirname "$target")"
+  cmp -s hack/get_pip_offline.py "$target" 2>/dev/null || cp hack/get_pip_offline.py "$target"
+done
