@@ -18,9 +18,12 @@ mod_version() { # module path, go.mod -> pinned version
   awk -v m="$1" '$1==m || ($1=="require" && $2==m) {print ($1=="require") ? $3 : $2; exit}' "$2"
 }
 
-go_build() { # name, module dir, out dir, packages...
-  local name=$1 dir=$2 out=$3; shift 3
-  if [ -f "$out/.complete" ]; then return 0; fi
+go_build() { # name, module dir, out dir, extra -ldflags, packages...
+  # .complete holds the build recipe (ldflags); a different recipe rebuilds (mostly a relink: the
+  # Go build cache keeps the compiled packages)
+  local name=$1 dir=$2 out=$3 xflags=$4; shift 4
+  local ldflags="-s -w${xflags:+ $xflags}"
+  if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$ldflags" ]; then return 0; fi
   mkdir -p "$out"
   # one build per output dir at a time: a second caller waits, then finds it complete
   exec 9>"$out.lock"
@@ -28,31 +31,52 @@ go_build() { # name, module dir, out dir, packages...
     log "$name: another build is running; waiting for it"
     flock 9
   fi
-  if [ -f "$out/.complete" ]; then exec 9>&-; return 0; fi
+  if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$ldflags" ]; then exec 9>&-; return 0; fi
   log "building $name into $out (first run only; kubernetes takes many minutes on 2 cores)"
+  [ -f "$out/.build-stats" ] && mv -f "$out/.build-stats" "$out/.build-stats.prev"
+  rm -rf "$out/.new" && mkdir -p "$out/.new"
   local start=$SECONDS
   ( cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 /usr/bin/time -f "%e s wall, %M KiB peak RSS" \
-      -o "$out/.build-stats" go build -trimpath -ldflags='-s -w' -o "$out/" "$@" ) &
+      -o "$out/.build-stats" go build -trimpath -ldflags="$ldflags" -o "$out/.new/" "$@" ) &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     sleep 30
     kill -0 "$pid" 2>/dev/null && log "$name: still building ($((SECONDS - start)) s)"
   done
   wait "$pid"
+  # rename into place: binaries that are running right now stay valid (no "text file busy")
+  local f; for f in "$out/.new/"*; do mv -f "$f" "$out/"; done
+  rmdir "$out/.new"
   log "$name built: $(cat "$out/.build-stats" 2>/dev/null)"
-  touch "$out/.complete"
+  printf '%s' "$ldflags" > "$out/.complete"
   exec 9>&-
+}
+
+k8s_ldflags() { # version -> the -X flags Kubernetes' own build sets (hack/lib/version.sh)
+  local v=$1 major minor date
+  major=${v#v}; major=${major%%.*}
+  minor=${v#v*.}; minor=${minor%%.*}
+  date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' \
+    "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$v.info" 2>/dev/null || true)
+  local pkg out=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    out+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+    [ -n "$date" ] && out+=" -X $pkg.buildDate=$date"
+  done
+  echo "${out# }"
 }
 
 build_etcd() {
   local v; v=$(mod_version go.etcd.io/etcd/server/v3 "$here/tools/etcd/go.mod")
-  go_build "etcd $v" "$here/tools/etcd" "$cache/etcd/$v" .
+  go_build "etcd $v" "$here/tools/etcd" "$cache/etcd/$v" "" .
   echo "$cache/etcd/$v"
 }
 
 build_helm() {
   local v; v=$(mod_version helm.sh/helm/v3 "$here/tools/helm/go.mod")
-  go_build "helm $v" "$here/tools/helm" "$cache/helm/$v" helm.sh/helm/v3/cmd/helm
+  go_build "helm $v" "$here/tools/helm" "$cache/helm/$v" \
+    "-X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+    helm.sh/helm/v3/cmd/helm
   echo "$cache/helm/$v"
 }
 
@@ -63,7 +87,7 @@ build_kubernetes() {
     exit 2
   fi
   # one go build for all three commands, so they share compiled packages
-  go_build "kubernetes $k8s_version" "$dir" "$cache/kubernetes/$k8s_version" \
+  go_build "kubernetes $k8s_version" "$dir" "$cache/kubernetes/$k8s_version" "$(k8s_ldflags "$k8s_version")" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler
   echo "$cache/kubernetes/$k8s_version"

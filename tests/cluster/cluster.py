@@ -357,30 +357,17 @@ def kubeconfig(server, token, user):
 # binaries
 
 
-def go_mod_version(module, gomod):
-    with open(gomod) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 2 and parts[0] == module:
-                return parts[1]
-            if len(parts) >= 3 and parts[0] == "require" and parts[1] == module:
-                return parts[2]
-    raise RuntimeError(f"{module} not pinned in {gomod}")
-
-
 def binaries(k8s_version):
-    """bin dirs; runs build.sh for what is missing (build.sh is a no-op when cached)."""
-    etcd_v = go_mod_version("go.etcd.io/etcd/server/v3", os.path.join(HERE, "tools", "etcd", "go.mod"))
-    helm_v = go_mod_version("helm.sh/helm/v3", os.path.join(HERE, "tools", "helm", "go.mod"))
-    dirs = {"etcd": os.path.join(CACHE, "etcd", etcd_v), "helm": os.path.join(CACHE, "helm", helm_v),
-            "kubernetes": os.path.join(CACHE, "kubernetes", k8s_version)}
-    for what, d in dirs.items():
-        if not os.path.exists(os.path.join(d, ".complete")):
-            log(f"{what}: not in the cache ({d}); building it with build.sh (first run only)")
-            env = dict(os.environ, CLUSTER_K8S_VERSION=k8s_version, CLUSTER_CACHE_DIR=CACHE)
-            r = subprocess.run([BUILD_SH, what], stdout=subprocess.PIPE, env=env, text=True)
-            if r.returncode != 0:
-                die(f"build.sh {what} failed (exit {r.returncode})")
+    """bin dirs from build.sh (a no-op when the cache holds them built with the current recipe)."""
+    dirs = {}
+    env = dict(os.environ, CLUSTER_K8S_VERSION=k8s_version, CLUSTER_CACHE_DIR=CACHE)
+    for what in ("etcd", "helm", "kubernetes"):
+        r = subprocess.run([BUILD_SH, what], stdout=subprocess.PIPE, env=env, text=True)
+        if r.returncode != 0:
+            die(f"build.sh {what} failed (exit {r.returncode})")
+        dirs[what] = r.stdout.strip().splitlines()[-1]
+    helm_v = os.path.basename(dirs["helm"])
+    etcd_v = os.path.basename(dirs["etcd"])
     return dirs, helm_v, etcd_v
 
 

@@ -71,6 +71,8 @@ def test_up_prints_and_writes_the_env(lifecycle):
         assert lifecycle["cli"].parse_env(f.read()) == env
     assert env["DRA_CPU_CHART"] == f"oci://{env['CLUSTER_REGISTRY']}/dra-driver-cpu/charts/dra-driver-cpu"
     assert os.access(env["CLUSTER_HELM_BINARY"], os.X_OK)
+    out = subprocess.run([env["CLUSTER_HELM_BINARY"], "version", "--short"], stdout=subprocess.PIPE, text=True).stdout
+    assert out.startswith(env["CLUSTER_HELM_VERSION"])
     print(f"cluster up took {lifecycle['took']:.1f}s")
     budget = float(os.environ.get("CLUSTER_UP_BUDGET", "60"))
     assert lifecycle["took"] < budget, lifecycle["stderr"]
@@ -92,7 +94,7 @@ def test_kubernetes_client_and_default_service_account(lifecycle):
     v1 = client.CoreV1Api(api)
     assert v1.read_namespaced_service_account("default", "default").metadata.name == "default"
     version = client.VersionApi(api).get_code()
-    assert version.git_version.startswith(lifecycle["info"]["k8s_version"].split("-")[0])
+    assert version.git_version == lifecycle["info"]["k8s_version"]
 
 
 def test_metrics_readable_by_admin(lifecycle):
