@@ -195,6 +195,7 @@ def whole_run(state_dir, workdir, reps):
     cl = cluster_ctl.Cluster(state_dir, 1, simulate_driver=True, vcpu=12, numa=2,
                              extra={"CLUSTER_SLICE_DELETE_DELAY": "2"})
     res = {"reps": [], "cluster_up_s": None, "notes": []}
+    os.makedirs(workdir, exist_ok=True)
     try:
         cl.up()
         res["cluster_up_s"] = round(cl.up_seconds, 1)
