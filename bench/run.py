@@ -55,6 +55,7 @@ def run_pass(cl, sc, reps_idx, workdir, lead, ready_timeout, who=waiters.ALL, pr
     pub = Publisher(cl.pub_api)
     pub.apply_now(sc.pre)
     time.sleep(0.5)
+    load_start = host_load()
     before = cl.snapshot()
     if sc.ready_possible:
         timeout = int(lead + sc.span + ready_timeout)
@@ -89,7 +90,7 @@ def run_pass(cl, sc, reps_idx, workdir, lead, ready_timeout, who=waiters.ALL, pr
            "request_delta": {f"{v} {r}": n for (v, r), n in sorted(reqs.items())},
            "read_requests_total": cluster_ctl.read_requests(reqs),
            "publisher_requests": flows.get("dracpu-bench-publisher", 0),
-           "waiters": {}}
+           "load_start": load_start, "load_end": host_load(), "waiters": {}}
     for w, c in children.items():
         o = waiters.outcome(c, sc.special_node)
         r = {"ready": o["ready"], "rc": c.rc, "finished": finished[w], "exit": c.end,
@@ -121,6 +122,25 @@ def run_pass(cl, sc, reps_idx, workdir, lead, ready_timeout, who=waiters.ALL, pr
     log(f"{sc.label} rep {reps_idx}: {summary}; pub lag {lag:.2f}s"
         + (f"; PUBLISHER ERRORS {len(errors)}: {errors[0]['error']}" if errors else ""))
     return rec
+
+
+def host_load():
+    """1-min load average and the number of kube-apiservers running on the host (other clusters)."""
+    try:
+        with open("/proc/loadavg") as f:
+            la = float(f.read().split()[0])
+    except (OSError, ValueError):
+        la = None
+    n = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == "kube-apiserver":
+                        n += 1
+            except OSError:
+                pass
+    return {"loadavg1": la, "apiservers": n}
 
 
 def start_profiled_module(cl, sc, wd, timeout):
@@ -276,7 +296,7 @@ def whole_run(state_dir, workdir, reps):
 def plan(args):
     if args.smoke:
         return {
-            "span": 6.0, "lead": 3.0, "ready_timeout": 40, "reps": 1,
+            "span": 5.0, "lead": 2.5, "ready_timeout": 40, "reps": 1,
             "clusters": [
                 {"nodes": 1, "scenarios": [("spread", 2)]},
                 {"nodes": 10, "scenarios": [("spread", 2), ("chunks", 2), ("generation", 2), ("stale", 2),
@@ -335,7 +355,17 @@ def main(argv=None):
     ap.add_argument("--out", help="output directory for results.md/results.png/results.json "
                                   "(default: bench/ for a full run, bench/out/smoke for --smoke)")
     ap.add_argument("--state-prefix", default="/tmp/dracpu-bench", help="cluster state dirs: <prefix>-<n>")
+    ap.add_argument("--report-only", metavar="RESULTS_JSON",
+                    help="only re-write results.md/results.png (into --out or next to the file) from a results.json")
+    ap.add_argument("--whole-run-only", action="store_true",
+                    help="only the whole-run comparison; merged into the results.json in --out when present")
     args = ap.parse_args(argv)
+    if args.report_only:
+        import report
+        with open(args.report_only) as f:
+            results = json.load(f)
+        print(report.write(results, os.path.abspath(args.out or os.path.dirname(os.path.abspath(args.report_only)))))
+        return 0
 
     if os.geteuid() != 0:
         print("bench/run.py needs root: the test cluster creates a network namespace", file=sys.stderr)
@@ -348,6 +378,20 @@ def main(argv=None):
     os.makedirs(workdir, exist_ok=True)
     p = plan(args)
     started = time.time()
+    if args.whole_run_only:
+        path = os.path.join(out_dir, "results.json")
+        results = json.load(open(path)) if os.path.exists(path) else None
+        wr = whole_run(f"{args.state_prefix}-whole", os.path.join(workdir, "whole"), args.whole_run_reps)
+        if results is None:
+            print(json.dumps(wr, indent=1))
+            return 0
+        results["whole_run"] = wr
+        results.setdefault("notes", []).append(
+            f"whole run measured separately (bench/run.py --whole-run-only) at {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
+        dump_raw(results, out_dir)
+        import report
+        print(report.write(results, out_dir))
+        return 0
     results = {"smoke": args.smoke, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(),
                "plan": {k: v for k, v in p.items() if k != "clusters"}, "clusters": [], "passes": [],
                "crosscheck": None, "whole_run": None, "notes": [], "profile": None}
@@ -423,5 +467,11 @@ def dump_raw(results, out_dir):
         json.dump(results, f, indent=1, default=str)
 
 
+def _terminate(signum, _frame):
+    raise SystemExit(f"terminated by signal {signum}")   # so that every `finally` (cluster down) runs
+
+
 if __name__ == "__main__":
+    import signal
+    signal.signal(signal.SIGTERM, _terminate)
     sys.exit(main())
