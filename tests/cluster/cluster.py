@@ -745,6 +745,7 @@ def start(settings):
     }, sort_keys=False))
     gate_args = [f"--feature-gates={gates}"] if gates else []
     wait_for("etcd", lambda: json.loads(http_get(f"{etcd_url}/health")[1]).get("health") == "true", 20, proc="etcd")
+    log(f"etcd {etcd_v} ready on {etcd_url}")
 
     # kube-apiserver
     pki = p("pki")
@@ -773,6 +774,7 @@ def start(settings):
     def api_ok(path="/readyz"):
         return http_get(f"{info['apiserver']}{path}", token=tokens["admin"], cafile=p("pki", "ca.crt"))[0] == 200
     wait_for("kube-apiserver /healthz", lambda: api_ok("/healthz"), 60, proc="kube-apiserver")
+    log("kube-apiserver healthy; starting kube-controller-manager and kube-scheduler")
 
     # controller manager + scheduler
     spawn("kube-controller-manager", [
@@ -793,6 +795,7 @@ def start(settings):
     info["components"] += ["kube-controller-manager", "kube-scheduler"]
     write_file(p("cluster.json"), json.dumps(info, indent=1))
     wait_for("kube-apiserver /readyz", api_ok, 60, proc="kube-apiserver")
+    log("kube-apiserver ready")
 
     def has(path):
         try:
