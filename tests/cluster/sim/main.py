@@ -179,9 +179,11 @@ class Sim:
         self.warned: set = set()
         self.workers = ThreadPoolExecutor(max_workers=int(env.get("CLUSTER_SIM_WORKERS") or 8),
                                           thread_name_prefix="work")
-        self.beat = ThreadPoolExecutor(max_workers=4, thread_name_prefix="beat")
+        self.beat = ThreadPoolExecutor(max_workers=int(env.get("CLUSTER_SIM_HEARTBEAT_WORKERS") or 16),
+                                       thread_name_prefix="beat")
         self.logs = PodLogs(os.path.join(self.state_dir, "sim", "logs"))
         self.child = None
+        self.registered: set = set()
 
     # ------------------------------------------------------------------ queue / timers
     def mark(self, *keys):
@@ -223,6 +225,8 @@ class Sim:
                 self.sync_pod(arg)
             elif kind == "drv":
                 self.sync_driver(arg)
+            elif kind == "status":
+                self.post_status(arg)
         except Exception:  # noqa: BLE001
             log.exception("sync %s failed; retrying in 2s", key)
             self.after(2, key)
@@ -329,6 +333,8 @@ class Sim:
                 self.nodes[name] = obj
             self.api.patch(f"/api/v1/nodes/{name}/status", self.node_status(s), STRATEGIC)
             self.renew_lease(name, obj["metadata"]["uid"], exists=name in leases)
+            with self.lock:
+                self.registered.add(name)
             return name
 
         futs = [self.beat.submit(one, n) for n in self.order]
@@ -371,12 +377,16 @@ class Sim:
                 self._batch("lease", self.renew_lease)
             if now >= next_status:
                 next_status = now + self.status_interval
-                self._batch("status", lambda n: self.api.patch(f"/api/v1/nodes/{n}/status",
-                                                             self.node_status(self.specs[n]), STRATEGIC))
+                self._batch("status", self.post_status)
+
+    def post_status(self, name):
+        self.api.patch(f"/api/v1/nodes/{name}/status", self.node_status(self.specs[name]), STRATEGIC)
 
     def _batch(self, what, fn):
         t0 = time.monotonic()
-        futs = {self.beat.submit(fn, n): n for n in self.order}
+        with self.lock:
+            names = sorted(self.registered)
+        futs = {self.beat.submit(fn, n): n for n in names}
         wait(futs)
         bad = [(futs[f], f.exception()) for f in futs if f.exception()]
         for n, e in bad[:3]:
@@ -408,6 +418,14 @@ class Sim:
             newann = obj["metadata"].get("annotations") or {}
             changed = any(oldann.get(k) != newann.get(k) for k in (POD_FAULT_ANNOTATION, DRIVER_MODE_ANNOTATION))
             uids = list(self.pods_by_node.get(name, ()))
+        ready = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+        if name in self.registered and (not ready or ready[0].get("status") != "True"):
+            # the node lifecycle controller marked it Unknown (e.g. missed heartbeats): the kubelet
+            # posts its (Ready) status again on its next status update
+            self.warn_once(("unready", name, ready[0].get("lastTransitionTime") if ready else ""),
+                           "node %s is %s on the server: posting Ready status", name,
+                           ready[0].get("reason") if ready else "without Ready condition")
+            self.after(1, ("status", name))
         if changed or old is None:
             log.info("node %s: pod-fault=%s driver-mode=%s", name, self.pod_fault(name), self.driver_mode(name))
             self.mark(*[("pod", u) for u in uids], ("drv", name))
@@ -1019,9 +1037,10 @@ class Sim:
         else:
             log.info("CLUSTER_NETNS is empty: no kubelet endpoints (/configz, logs) are served")
         t0 = time.monotonic()
+        # heartbeats run while registering (1,000 nodes take a while): registered nodes stay Ready
+        threading.Thread(target=self.heartbeat_loop, name="heartbeat", daemon=True).start()
         self.register_nodes()
         log.info("registered %d node(s) in %.1fs", len(self.specs), time.monotonic() - t0)
-        threading.Thread(target=self.heartbeat_loop, name="heartbeat", daemon=True).start()
         synced = []
         watches = [("nodes", "/api/v1/nodes", [], self.on_nodes, self.on_node),
                    ("configmaps", "/api/v1/configmaps", [], self.on_cms, self.on_cm),
