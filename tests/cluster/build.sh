@@ -52,16 +52,13 @@ go_build() { # name, module dir, out dir, extra -ldflags, packages...
   exec 9>&-
 }
 
-k8s_ldflags() { # version -> the -X flags Kubernetes' own build sets (hack/lib/version.sh)
-  local v=$1 major minor date
+k8s_ldflags() { # version -> the -X flags Kubernetes' own build sets (hack/lib/version.sh); no build
+  # date or commit (unknown from a module zip), so the recipe, and with it the cache, stays stable
+  local v=$1 major minor pkg out=""
   major=${v#v}; major=${major%%.*}
   minor=${v#v*.}; minor=${minor%%.*}
-  date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' \
-    "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$v.info" 2>/dev/null || true)
-  local pkg out=""
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     out+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-    [ -n "$date" ] && out+=" -X $pkg.buildDate=$date"
   done
   echo "${out# }"
 }
