@@ -6,6 +6,9 @@ helm and OCI registry on loopback; simulated nodes/pods/driver (tests/cluster/si
     cluster.py down     stop everything it started, remove the network namespace and veth
     cluster.py status   what runs (exit 0 healthy, 1 partly up, 3 down)
     cluster.py env      print <state>/env (for `eval "$(tests/cluster/cluster.py env)"`)
+    cluster.py restart-apiserver [SECONDS]
+                        kill kube-apiserver, keep it down SECONDS (default 0), start it again with
+                        the same flags and wait for /readyz (fault injection)
 
 State directory: ${CLUSTER_STATE_DIR:-<repo>/.cluster}. Binaries: tests/cluster/build.sh, cached in
 ${CLUSTER_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/kubevirtci-dra-cpu}. See tests/cluster/README.md.
@@ -767,7 +770,7 @@ def start(settings):
         "--enable-admission-plugins=NodeRestriction",   # on top of the defaults (PodSecurity, ...)
         "--max-requests-inflight=800", "--max-mutating-requests-inflight=400",
         "--profiling=false", "--v=1",
-    ] + gate_args)
+    ] + gate_args + audit_args())
     info["components"].append("kube-apiserver")
     write_file(p("cluster.json"), json.dumps(info, indent=1))   # so `down` works even if we fail below
 
@@ -838,6 +841,48 @@ def start(settings):
     log(f"up in {time.monotonic() - T0:.1f}s; chart oci://{registry}/{CHART_REPO}/{CHART_NAME}, "
         f"registry {registry}; `source {p('env')}`")
     sys.stdout.write(env_lines(info))
+
+
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+"""
+
+
+def audit_args():
+    """CLUSTER_AUDIT_LOG=true: every write (create/update/patch/delete) goes to <state>/logs/audit.log
+    at Metadata level (user, verb, resource, user agent), for tests that count writes."""
+    if os.environ.get("CLUSTER_AUDIT_LOG") != "true":
+        return []
+    write_file(p("audit-policy.yaml"), AUDIT_POLICY)
+    return [f"--audit-policy-file={p('audit-policy.yaml')}", f"--audit-log-path={p('logs', 'audit.log')}",
+            "--audit-log-format=json", "--audit-log-mode=blocking"]
+
+
+def cmd_restart_apiserver(down_seconds=0.0):
+    """Kill kube-apiserver (the whole process group), wait, start it with the same command line."""
+    info = read_json(p("cluster.json"))
+    pinfo = pidinfo("kube-apiserver")
+    if not info or not pinfo:
+        die("no kube-apiserver recorded in this state dir: is the cluster up?", 3)
+    cmd = pinfo["cmd"]
+    t0 = time.monotonic()
+    kill_group("kube-apiserver", grace=0.5)
+    log(f"kube-apiserver killed; down for {down_seconds:g}s")
+    time.sleep(down_seconds)
+    spawn("kube-apiserver", cmd)
+
+    def ready():
+        try:
+            return http_get(f"{info['apiserver']}/readyz", token=info["token"], cafile=p("pki", "ca.crt"))[0] == 200
+        except (urllib.error.URLError, OSError):
+            return False
+    wait_for("kube-apiserver /readyz", ready, 90, proc="kube-apiserver")
+    log(f"kube-apiserver ready again after {time.monotonic() - t0:.1f}s")
 
 
 def ready_nodes(info):
@@ -957,6 +1002,8 @@ def main(argv):
         return cmd_status()
     elif cmd == "env":
         cmd_env()
+    elif cmd == "restart-apiserver":
+        cmd_restart_apiserver(float(argv[1]) if len(argv) > 1 else 0.0)
     elif cmd == "_supervise":
         cmd_supervise(argv[1], argv[argv.index("--") + 1:])
     else:
