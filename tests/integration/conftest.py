@@ -10,6 +10,7 @@
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -136,8 +137,12 @@ def cluster_factory():
         return c
 
     yield make
+    failed = False
     for c in started:
         try:
             c.down()
         except Exception as e:  # noqa: BLE001 -- tear the others down all the same
+            failed = True
             print(f"cluster down failed for {c.state_dir}: {e}", file=sys.stderr)
+    if not failed and os.environ.get("CLUSTER_KEEP") != "true":
+        shutil.rmtree(base, ignore_errors=True)   # logs of clusters that went down cleanly

@@ -5,6 +5,7 @@ Runs its own cluster in a private state dir, so it never disturbs the session `c
 import hashlib
 import json
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -60,6 +61,8 @@ def lifecycle(cluster_cli):
             "run_env": env}
     yield data
     cluster_cli.run(state, "down", env=env, check=False)
+    if os.environ.get("CLUSTER_KEEP") != "true":
+        shutil.rmtree(os.path.dirname(state), ignore_errors=True)
 
 
 def test_up_prints_and_writes_the_env(lifecycle):
