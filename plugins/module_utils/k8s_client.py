@@ -251,6 +251,17 @@ class RawApi(object):
     def get_node(self, node):
         return self.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
 
+    def node_names(self):
+        """Names of all nodes (one list; metadata only when the server offers it)."""
+        text = self.get_text("/api/v1/nodes", accept="application/json;as=PartialObjectMetadataList;"
+                             "g=meta.k8s.io;v=v1,application/json")
+        try:
+            items = json.loads(text).get("items") or []
+        except ValueError:
+            raise KubeRequestError("unexpected non-JSON answer to list nodes (GET /api/v1/nodes)",
+                                   status=200, verb="list", resource="nodes", path="/api/v1/nodes")
+        return set(((i or {}).get("metadata") or {}).get("name") for i in items)
+
     def node_exists(self, node):
         try:
             self.get_node(node)

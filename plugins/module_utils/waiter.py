@@ -9,8 +9,10 @@ re-lists only when the server says the resourceVersion is too old (410 Gone)
 and reconnects the watch (from the last resourceVersion seen) after a
 connection error or a server-side watch timeout, all within the deadline.
 A target node that is deleted during the wait is dropped: its existence is
-checked only when its last slice disappears, after a re-list and at the
-deadline, never on a timer.
+checked when its last slice disappears, after a re-list, at the deadline and,
+while some target is still missing or incomplete, every NODE_CHECK_INTERVAL
+seconds (one list of node names: a node whose driver never published anything
+has no slice whose deletion would tell).
 
 Also here: which nodes run a driver pod, and the timeout report (pod phase,
 container states, last log lines).
@@ -30,6 +32,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import
 )
 
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
+NODE_CHECK_INTERVAL = 15.0
 
 
 def _meta(obj):
@@ -46,12 +49,13 @@ class SliceWaiter(object):
     """List + watch ResourceSlices of one driver until the targets are complete."""
 
     def __init__(self, api, driver=DEFAULT_DRIVER, clock=time.monotonic, sleep=time.sleep,
-                 max_backoff=5.0):
+                 max_backoff=5.0, node_check_interval=NODE_CHECK_INTERVAL):
         self.api = api
         self.driver = driver
         self.clock = clock
         self.sleep = sleep
         self.max_backoff = max_backoff
+        self.node_check_interval = node_check_interval
         self.slices = {}
         self.resource_version = None
         self.stats = {"lists": 0, "watches": 0, "relists": 0, "reconnects": 0, "node_checks": 0,
@@ -94,6 +98,28 @@ class SliceWaiter(object):
                     raise
                 continue
             if not exists:
+                self.targets.remove(node)
+                self.dropped.append(node)
+
+    def _check_pending_nodes(self):
+        """Drop pending targets that no longer exist, with one list of node names."""
+        progress = self._progress()
+        pending = set(progress["missing"]) | set(progress["incomplete"])
+        if not pending:
+            return
+        lister = getattr(self.api, "node_names", None)
+        if lister is None:
+            self._drop_deleted(pending)
+            return
+        self.stats["node_checks"] += 1
+        try:
+            names = lister()
+        except KubeRequestError as exc:
+            if exc.forbidden:
+                self._drop_deleted(pending)
+            return
+        for node in sorted(pending):
+            if node in self.targets and node not in names:
                 self.targets.remove(node)
                 self.dropped.append(node)
 
@@ -173,13 +199,21 @@ class SliceWaiter(object):
             return self.result(start=start)
 
         attempt = 0
+        next_check = self.clock() + self.node_check_interval
         while self.clock() < deadline:
+            if self.clock() >= next_check:
+                self._check_pending_nodes()
+                next_check = self.clock() + self.node_check_interval
+                if self._done():
+                    return self.result(start=start)
             remaining = deadline - self.clock()
+            # the server ends the watch at the next node check (or the deadline)
+            watch_for = min(remaining, max(1.0, next_check - self.clock()))
             query = {
                 "fieldSelector": self._selector(),
                 "resourceVersion": self.resource_version,
                 "allowWatchBookmarks": "true",
-                "timeoutSeconds": max(1, int(remaining + 0.999)),
+                "timeoutSeconds": max(1, int(watch_for + 0.999)),
             }
             if not self.resource_version:
                 query.pop("resourceVersion")

@@ -191,6 +191,12 @@ dropped_nodes:
   returned: always
   type: list
   elements: str
+topology:
+  description:
+    - On failure only, the topology of the nodes that did publish a complete pool (same shape as
+      C(ansible_facts.dra_cpu_topology), which is not set on failure).
+  returned: failure
+  type: dict
 pending_nodes:
   description:
     - Nodes still missing or incomplete, each with C(node), C(state) (V(missing) or V(incomplete)), C(reason),
@@ -311,6 +317,9 @@ def run(api, params, reserved, clock=None, sleep=None):
             message = timeout_message(params["driver"], params["timeout"], entries)
             if waited.get("last_error"):
                 message += "\nlast API error: %s" % waited["last_error"]
+            # the nodes that did complete are reported all the same (returned as ``topology``)
+            result["topology"] = topo.build_topology(waited["slices"], params["driver"],
+                                                     nodes=waited["targets"] or None)
             return result, message
 
     facts = topo.build_topology(waited["slices"], params["driver"], nodes=waited["targets"] or None)

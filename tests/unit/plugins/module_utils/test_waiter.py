@@ -118,7 +118,7 @@ def test_list_then_watch_until_complete(slices):
     assert watch_query["resourceVersion"] == "100"
     assert watch_query["fieldSelector"] == "spec.driver=dra.cpu"
     assert watch_query["allowWatchBookmarks"] == "true"
-    assert watch_query["timeoutSeconds"] == 60
+    assert watch_query["timeoutSeconds"] == 15  # capped at the next node check
     assert result["resource_version"] == "106"
     assert result["elapsed"] == 3
 
@@ -153,10 +153,32 @@ def test_reconnect_on_connection_error_resumes_from_last_rv(slices):
 def test_server_watch_timeout_reopens(slices):
     s1, s2 = slices("individual_smt_chunks.yaml")
     clock = Clock()
-    api = FakeApi(clock, [listing([s1], "100")], [[("advance", 20)], [event("ADDED", s2, rv="101")]])
+    api = FakeApi(clock, [listing([s1], "100")], [[("advance", 20)], [event("ADDED", s2, rv="101")]],
+                  nodes=["node01"])
     result = make(clock, api).wait(["node01"], 60)
     assert result["complete"] is True
-    assert api.calls[2][2]["timeoutSeconds"] == 40
+    watches = [c for c in api.calls if c[0] == "watch"]
+    # 40 s remain, but the watch ends at the next node check (every 15 s while a node is pending)
+    assert watches[1][2]["timeoutSeconds"] == 15
+    assert ("node", "node01") in api.calls
+
+
+def test_missing_node_deleted_without_slices_is_dropped_at_the_node_check(slices):
+    s1, s2 = slices("individual_smt_chunks.yaml")
+    clock = Clock()
+    complete = [s for s in slices("v010_names_two_nodes.yaml") if s["spec"]["nodeName"] == "node01"]
+
+    class Lister(FakeApi):
+        def node_names(self):
+            self.calls.append(("nodes",))
+            return set(self.nodes)
+
+    api = Lister(clock, [listing(complete, "100")], [[("advance", 16)]], nodes=["node01"])
+    result = make(clock, api).wait(["node01", "node09"], 300)
+    assert result["complete"] is True
+    assert result["dropped_nodes"] == ["node09"]
+    assert clock.now < 20
+    assert kinds(api) == ["list", "watch", "nodes"]
 
 
 def test_old_generation_does_not_satisfy(slices):
