@@ -148,13 +148,13 @@ findings:
     fix:
       description: How to fix it ('' when nothing to fix).
       type: str
-errors:
+error_count:
   description: Number of error findings.
   returned: always
   type: int
   sample: 0
-warnings:
-  description: Number of warning findings.
+warning_count:
+  description: Number of warning findings (C(warnings) is Ansible's own key, hence the name).
   returned: always
   type: int
   sample: 1
@@ -283,8 +283,8 @@ def run_checks(api, params, reserved):
     summary = rules.summarize(findings)
     result.update(
         findings=findings,
-        errors=summary["errors"],
-        warnings=summary["warnings"],
+        error_count=summary["errors"],
+        warning_count=summary["warnings"],
         passed=summary["passed"],
         checked_nodes=eligible,
         excluded_nodes=excluded,

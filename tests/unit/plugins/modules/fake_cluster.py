@@ -35,11 +35,25 @@ class ModuleExit(Exception):
         self.failed = failed
 
 
+# keys whose shape Ansible itself interprets when a module returns (a wrong type crashes the task)
+RESERVED_LISTS_OF_STR = ("warnings", "deprecations")
+
+
+def _check_reserved(kwargs):
+    for key in RESERVED_LISTS_OF_STR:
+        if key in kwargs:
+            value = kwargs[key]
+            assert isinstance(value, list) and all(isinstance(v, (str, dict)) for v in value), (
+                "module returned %r=%r: Ansible reserves this key for a list of messages" % (key, value))
+
+
 def _exit_json(self, **kwargs):
+    _check_reserved(kwargs)
     raise ModuleExit(kwargs, False)
 
 
 def _fail_json(self, **kwargs):
+    _check_reserved(kwargs)
     raise ModuleExit(kwargs, True)
 
 

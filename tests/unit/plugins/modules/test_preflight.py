@@ -29,7 +29,7 @@ def test_all_good():
     cluster = FakeCluster()
     result, failed = run_module(preflight, {"reserved_cpus": "0-1"}, cluster)
     assert failed is False
-    assert result["passed"] is True and result["errors"] == 0 and result["warnings"] == 0
+    assert result["passed"] is True and result["error_count"] == 0 and result["warning_count"] == 0
     assert result["server_version"] == "v1.36.3"
     assert result["checked_nodes"] == ["node01"]
     assert [f["check"] for f in result["findings"]] == [
@@ -42,7 +42,7 @@ def test_all_good():
 def test_static_worker_fails_naming_node():
     result, failed = run_module(preflight, {"reserved_cpus": "0-1", "chart_version": "0.3.0"}, two_nodes())
     assert failed is True
-    assert result["errors"] == 1
+    assert result["error_count"] == 1
     assert result["msg"].startswith("preflight failed with 1 error(s): node node02 [cpu_manager_policy]: "
                                     "node node02: kubelet cpuManagerPolicy is static")
     assert by_check(result, "cpu_manager_policy", "node02")[0]["observed"] == "static"
@@ -70,7 +70,7 @@ def test_skip_incompatible_nodes_with_020_fails():
 def test_ignore_downgrades():
     result, failed = run_module(preflight, {"ignore": ["cpu_manager_policy"]}, two_nodes())
     assert failed is False
-    assert result["warnings"] == 1
+    assert result["warning_count"] == 1
 
 
 def test_unreadable_metrics_and_configz_are_warnings():
@@ -86,7 +86,7 @@ def test_unreadable_metrics_and_configz_are_warnings():
     cpu = by_check(result, "cpu_manager_policy", "node01")[0]
     assert cpu["severity"] == "warning"
     assert "permission denied: cannot get nodes/proxy" in cpu["message"]
-    assert result["warnings"] == 2
+    assert result["warning_count"] == 2
 
 
 def test_old_server_with_gate_on_and_off():
