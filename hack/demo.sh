@@ -26,7 +26,8 @@ fi
 
 echo "== no cluster configured: bringing up the local test cluster (binaries are built once and cached)"
 tests/cluster/build.sh all >/dev/null
-.venv/bin/python tests/cluster/cluster.py up
+# its stdout is the env file (with the admin token): keep it out of the output
+.venv/bin/python tests/cluster/cluster.py up >/dev/null
 # shellcheck disable=SC1091
 source "${CLUSTER_STATE_DIR:-$top/.cluster}/env"
 export DRA_CPU_CHART
