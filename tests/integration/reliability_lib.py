@@ -1,0 +1,280 @@
+"""Helpers of the reliability suite (tests/integration/test_reliability_*.py).
+
+- the clusters it runs on (small, audit log on, one per kind, shared by the three files);
+- ResourceSlices published by the test itself (clusters with CLUSTER_SIMULATE_DRIVER=false);
+- a ServiceAccount + TokenRequest kubeconfig (least-privilege and write-counting runs);
+- the audit log reader that counts writes per user;
+- the secret scan over every captured output of the suite (figures in FIGURES).
+"""
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BIN = os.path.dirname(sys.executable)
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+
+# filled by the tests; printed by test_reliability_security.py::test_figures and the README
+FIGURES = {"faults_injected": 0, "faults_survived": 0, "bad_inputs": 0, "bad_input_writes": 0,
+           "outputs_scanned": 0, "secrets_leaked": 0}
+CAPTURED = []        # (label, text) of every playbook run of the suite, scanned for secrets
+
+
+def capture(label, result):
+    """Keep a playbook result's stdout+stderr for the secret scan; returns result."""
+    text = getattr(result, "stdout", "") + "\n" + getattr(result, "stderr", "")
+    CAPTURED.append((label, text))
+    return result
+
+
+# ------------------------------------------------------------------------------------------ clusters
+
+_CLUSTERS = {}
+
+
+def get_cluster(cluster_factory, kind):
+    """'slices': 3 nodes, no simulated driver (the test publishes slices); 'driver': 2 nodes with
+    the simulated driver (node02 with CPU manager policy none), fast slice deletion. Audit log on."""
+    if kind not in _CLUSTERS:
+        knobs = {"CLUSTER_AUDIT_LOG": "true"}
+        if kind == "slices":
+            knobs.update(CLUSTER_NODES="3", CLUSTER_SIMULATE_DRIVER="false")
+        else:
+            knobs.update(CLUSTER_NODES="2", CLUSTER_SIMULATE_DRIVER="true", CLUSTER_SLICE_DELETE_DELAY="2",
+                         CLUSTER_NODE_OVERRIDES={"node02": {"cpu_manager_policy": "none"}})
+        _CLUSTERS[kind] = cluster_factory("rel-" + kind, **knobs)
+    return _CLUSTERS[kind]
+
+
+def dyn(cluster):
+    from kubernetes import dynamic
+    return dynamic.DynamicClient(cluster.api_client)
+
+
+def res(cluster, api_version, kind):
+    return dyn(cluster).resources.get(api_version=api_version, kind=kind)
+
+
+def cluster_py(cluster, *args, timeout=300):
+    env = dict(os.environ, CLUSTER_STATE_DIR=cluster.state_dir)
+    return subprocess.run([sys.executable, os.path.join(REPO, "tests", "cluster", "cluster.py"), *args],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout, check=True)
+
+
+def helm(cluster, *args, check=True, timeout=300):
+    env = cluster.run_env(HELM_CONFIG_HOME=os.path.join(cluster.state_dir, "helm", "config"),
+                          HELM_CACHE_HOME=os.path.join(cluster.state_dir, "helm", "cache"),
+                          HELM_DATA_HOME=os.path.join(cluster.state_dir, "helm", "data"))
+    cmd = [cluster.env["CLUSTER_HELM_BINARY"], "--kubeconfig", cluster.kubeconfig, *args]
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if check and r.returncode:
+        raise AssertionError(f"helm {' '.join(args)} failed: {r.stderr}")
+    return r
+
+
+# ------------------------------------------------------------------------------------------ slices
+
+
+def node_uid(cluster, node):
+    return res(cluster, "v1", "Node").get(name=node).metadata.uid
+
+
+def pool_slices(cluster, node, generation=1, chunks=2, reserved=(0, 1), cpus=12, cells=2, owner=True,
+                driver="dra.cpu"):
+    """Grouped-mode (numanode) slices of one pool, one device per cell, spread over `chunks` slices."""
+    per = cpus // cells
+    devices = []
+    for cell in range(cells):
+        n = len([c for c in range(cell * per, (cell + 1) * per) if c not in reserved])
+        devices.append({
+            "name": "cpudevnuma%03d" % cell, "allowMultipleAllocations": True,
+            "attributes": {"dra.cpu/numaNodeID": {"int": cell}, "dra.cpu/socketID": {"int": 0},
+                           "dra.cpu/smtEnabled": {"bool": False}, "dra.cpu/numCPUs": {"int": n},
+                           "dra.net/numaNode": {"int": cell}},
+            "capacity": {"dra.cpu/cpu": {"value": str(n)}},
+        })
+    parts = [devices[i::chunks] for i in range(chunks)]
+    meta_owner = ([{"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid(cluster, node),
+                    "controller": True}] if owner else [])
+    out = []
+    for i, part in enumerate(parts):
+        out.append({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "rel-%s-%s-g%d-%d" % (driver.replace(".", "-"), node, generation, i),
+                         "ownerReferences": meta_owner},
+            "spec": {"driver": driver, "nodeName": node,
+                     "pool": {"name": node, "generation": generation, "resourceSliceCount": chunks},
+                     "devices": part},
+        })
+    return out
+
+
+def publish(cluster, slices):
+    api = res(cluster, "resource.k8s.io/v1", "ResourceSlice")
+    for s in slices:
+        api.create(body=s)
+
+
+def delete_slices(cluster, driver="dra.cpu"):
+    api = res(cluster, "resource.k8s.io/v1", "ResourceSlice")
+    for s in api.get(field_selector="spec.driver=" + driver).items:
+        api.delete(name=s.metadata.name)
+
+
+def slice_names(cluster, driver=None):
+    api = res(cluster, "resource.k8s.io/v1", "ResourceSlice")
+    items = api.get(field_selector="spec.driver=" + driver).items if driver else api.get().items
+    return sorted(s.metadata.name for s in items)
+
+
+# ------------------------------------------------------------------------------------------ accounts
+
+
+def sa_kubeconfig(cluster, name, cluster_role=None, rules=None, path=None):
+    """ServiceAccount `name` in `default`, bound (ClusterRoleBinding) to `cluster_role` or to a new
+    ClusterRole with `rules`; a token from the TokenRequest API; a kubeconfig for it. Returns
+    (kubeconfig path, token, username)."""
+    from kubernetes import client
+    core = client.CoreV1Api(cluster.api_client)
+    rbac = client.RbacAuthorizationV1Api(cluster.api_client)
+    try:
+        core.create_namespaced_service_account("default", {"metadata": {"name": name}})
+    except client.ApiException as e:
+        if e.status != 409:
+            raise
+    if rules is not None:
+        cluster_role = "rel-" + name
+        body = {"metadata": {"name": cluster_role}, "rules": rules}
+        try:
+            rbac.create_cluster_role(body)
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
+            rbac.replace_cluster_role(cluster_role, body)
+    binding = {"metadata": {"name": "rel-" + name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}]}
+    try:
+        rbac.create_cluster_role_binding(binding)
+    except client.ApiException as e:
+        if e.status != 409:
+            raise
+        rbac.replace_cluster_role_binding("rel-" + name, binding)
+    tr = core.create_namespaced_service_account_token(
+        name, "default", {"spec": {"expirationSeconds": 7200, "audiences": []}})
+    token = tr.status.token
+    with open(cluster.env["CLUSTER_CA_FILE"], "rb") as f:
+        ca = base64.b64encode(f.read()).decode()
+    kc = {"apiVersion": "v1", "kind": "Config", "current-context": name,
+          "clusters": [{"name": "test", "cluster": {"server": cluster.env["CLUSTER_APISERVER"],
+                                                    "certificate-authority-data": ca}}],
+          "users": [{"name": name, "user": {"token": token}}],
+          "contexts": [{"name": name, "context": {"cluster": "test", "user": name}}]}
+    path = path or os.path.join(tempfile.mkdtemp(prefix="rel-kc-"), "kubeconfig")
+    with open(path, "w") as f:
+        yaml.safe_dump(kc, f)
+    os.chmod(path, 0o600)
+    return path, token, "system:serviceaccount:default:" + name
+
+
+def rbac_rules_from_docs():
+    with open(os.path.join(REPO, "docs", "rbac.yml")) as f:
+        doc = yaml.safe_load(f)
+    items = doc["items"] if doc.get("kind") == "List" else [doc]
+    role = next(i for i in items if i["kind"] == "ClusterRole")
+    return role["rules"]
+
+
+# ------------------------------------------------------------------------------------------ audit
+
+
+class AuditLog:
+    """Writes recorded by kube-apiserver's audit log (CLUSTER_AUDIT_LOG=true) after `mark()`."""
+
+    def __init__(self, cluster):
+        self.path = os.path.join(cluster.state_dir, "logs", "audit.log")
+        assert os.path.exists(self.path), "the cluster runs without CLUSTER_AUDIT_LOG=true"
+        self.offset = 0
+
+    def mark(self):
+        self.offset = os.path.getsize(self.path)
+        return self
+
+    def writes(self, user=None, exclude_agents=("dracpu-sim",)):
+        time.sleep(0.3)   # blocking mode: the event is written before the response; margin for the flush
+        out = []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("verb") not in WRITE_VERBS:
+                    continue
+                if user and (ev.get("user") or {}).get("username") != user:
+                    continue
+                if any((ev.get("userAgent") or "").startswith(a) for a in exclude_agents):
+                    continue
+                ref = ev.get("objectRef") or {}
+                out.append("%s %s %s/%s (%s)" % (ev["verb"], ref.get("resource"), ref.get("namespace") or "",
+                                                  ref.get("name") or "", ev.get("userAgent", "")[:40]))
+        return out
+
+
+# ------------------------------------------------------------------------------------------ secrets
+
+
+def secrets_of(cluster, extra=()):
+    """Strings that must never appear in output: the admin token, the kubeconfig's embedded
+    certificate data (base64 and decoded body), and any extra tokens."""
+    with open(cluster.kubeconfig) as f:
+        kc = yaml.safe_load(f)
+    found = [cluster.env.get("CLUSTER_ADMIN_TOKEN", "")]
+    for u in kc.get("users") or []:
+        user = u.get("user") or {}
+        for key in ("token", "client-key-data", "client-certificate-data", "password"):
+            if user.get(key):
+                found.append(user[key])
+    for c in kc.get("clusters") or []:
+        data = (c.get("cluster") or {}).get("certificate-authority-data")
+        if data:
+            found.append(data[:60])
+            body = base64.b64decode(data).decode()
+            found.append(body.splitlines()[1])      # first base64 line of the PEM body
+    found.extend(extra)
+    return [s for s in found if s and len(s) >= 16]
+
+
+def scan(secret_strings):
+    """(label, secret prefix) for every captured output containing a secret."""
+    leaks = []
+    for label, text in CAPTURED:
+        for s in secret_strings:
+            if s in text:
+                leaks.append((label, s[:6] + "..."))
+    return leaks
+
+
+def topology_playbook(tmp_path, name="topology", **options):
+    """A playbook that runs kubevirtci.dra_cpu.cpu_topology once with `options`."""
+    play = [{"name": "cpu_topology", "hosts": "localhost", "connection": "local", "gather_facts": False,
+             "tasks": [{"name": "Wait for the topology", "kubevirtci.dra_cpu.cpu_topology": options,
+                        "register": "topo"}]}]
+    path = os.path.join(str(tmp_path), name + ".yml")
+    with open(path, "w") as f:
+        yaml.safe_dump(play, f, sort_keys=False)
+    return path
+
+
+def no_traceback(result):
+    text = result.stdout + result.stderr
+    return "Traceback (most recent call last)" not in text and "MODULE FAILURE" not in text
