@@ -32,9 +32,13 @@ tests/cluster/build.sh all >/dev/null
 source "${CLUSTER_STATE_DIR:-$top/.cluster}/env"
 export DRA_CPU_CHART
 echo "== ansible-playbook playbooks/install.yml  (chart $DRA_CPU_CHART)"
-ansible-playbook playbooks/install.yml -e dra_cpu_chart_plain_http=true "$@"
+# the chart comes from the cluster's local OCI registry (plain HTTP on loopback), and helm, when
+# missing from PATH, from its local mirror of the release tarballs (checksum verified)
+local_vars=(-e dra_cpu_chart_plain_http=true -e "dra_cpu_helm_mirror=$CLUSTER_HELM_MIRROR"
+            -e dra_cpu_helm_mirror_allow_http=true)
+ansible-playbook playbooks/install.yml "${local_vars[@]}" "$@"
 echo "== ansible-playbook playbooks/verify.yml  (a ResourceClaim shaped like KubeVirt's)"
-ansible-playbook playbooks/verify.yml -e dra_cpu_chart_plain_http=true
+ansible-playbook playbooks/verify.yml "${local_vars[@]}"
 cat <<MSG
 == done. The cluster keeps running:
    export KUBECONFIG=$KUBECONFIG
