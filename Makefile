@@ -51,7 +51,7 @@ integration: build          ## pytest against the hermetic test cluster (brings 
 	$(PY) -m pytest tests/integration -q
 
 molecule: build             ## molecule test --all against the hermetic test cluster
-	cd extensions && ../$(VENV)/bin/molecule test --all
+	$(VENV)/bin/molecule test --all
 
 test: unit sanity lint integration molecule  ## everything CI runs
 
