@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import (
@@ -42,6 +43,9 @@ VARIABLES = {
     "chart_values": "dra_cpu_chart_values",
     "preflight_ignore": "dra_cpu_preflight_ignore",
     "state": "dra_cpu_state",
+    "min_cell_cpus": "dra_cpu_min_cell_cpus",
+    "kubeconfig": "dra_cpu_kubeconfig",
+    "context": "dra_cpu_context",
 }
 
 GROUP_BY = ("numanode", "socket", "machine")
@@ -336,11 +340,73 @@ def validate_inputs(params):
         errors.append(_err("state", raw, "is not a state", " or ".join(STATES)))
     settings["state"] = state
 
+    # min_cell_cpus: 0 disables the check
+    raw = p.get("min_cell_cpus")
+    if not _blank(raw):
+        try:
+            if isinstance(raw, bool) or not (isinstance(raw, int) or re.match(r"^\s*-?[0-9]+\s*$", str(raw))):
+                raise ValueError("is not a whole number")
+            if int(raw) < 0:
+                raise ValueError("is negative")
+            settings["min_cell_cpus"] = int(raw)
+        except ValueError as exc:
+            errors.append(_err("min_cell_cpus", raw, str(exc), "a number of CPUs, 0 to disable the check"))
+
+    # kubeconfig / context: checked locally so that a typo fails here, naming the variable
+    errors.extend(check_kubeconfig(p.get("kubeconfig"), p.get("context")))
+
     # derived: values for the chart version
     if version_ok:
         settings["values_key"] = cv.values_key(version)
         settings["supports_node_affinity"] = cv.supports_node_affinity(version)
     return settings, errors
+
+
+def _kubeconfig_contexts(path):
+    """Context names of a kubeconfig file; ValueError with the reason (never its contents)."""
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except (IOError, OSError) as exc:
+        raise ValueError("cannot be read (%s)" % (exc.strerror or type(exc).__name__))
+    try:
+        import yaml
+        data = yaml.safe_load(text)
+    except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
+        return None
+    except Exception:  # yaml errors quote the offending text: keep it (it may hold credentials) out
+        raise ValueError("is not a YAML kubeconfig file")
+    if not isinstance(data, dict):
+        raise ValueError("is not a kubeconfig file")
+    return [((c or {}).get("name") or "") for c in (data.get("contexts") or []) if isinstance(c, dict)]
+
+
+def check_kubeconfig(kubeconfig, context):
+    """Errors for a kubeconfig path that does not exist / is not a kubeconfig, or a context it
+    does not define. Without an explicit path the context is looked up in the file kubernetes.core
+    would use (K8S_AUTH_KUBECONFIG, KUBECONFIG, ~/.kube/config) when that file exists."""
+    errors = []
+    explicit = not _blank(kubeconfig)
+    if explicit:
+        path = os.path.expanduser(str(kubeconfig).strip())
+        if not os.path.isfile(path):
+            return [_err("kubeconfig", kubeconfig, "does not exist or is not a file",
+                         "the path of a kubeconfig file, or empty for K8S_AUTH_KUBECONFIG/KUBECONFIG/~/.kube/config")]
+    else:
+        path = os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        path = os.path.expanduser(path.split(os.pathsep)[0])
+        if _blank(context) or not os.path.isfile(path):
+            return errors
+    try:
+        contexts = _kubeconfig_contexts(path)
+    except ValueError as exc:
+        if explicit:
+            errors.append(_err("kubeconfig", kubeconfig, str(exc), "a kubeconfig file"))
+        return errors
+    if contexts is not None and not _blank(context) and str(context).strip() not in contexts:
+        errors.append(_err("context", context, "is not a context of %s" % path,
+                           "one of %s, or empty for its current context" % (", ".join(contexts) or "(none)")))
+    return errors
 
 
 def chart_values_for(settings):

@@ -205,6 +205,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import prefligh
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart_values import supports_node_affinity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import parse_version
 
 
 def argument_spec():
@@ -309,6 +310,10 @@ def main():
         supports_node_affinity(params["chart_version"])
     except ValueError as exc:
         module.fail_json(msg="chart_version: %s" % exc)
+    try:
+        parse_version(params["min_version"])
+    except ValueError as exc:
+        module.fail_json(msg="min_version: %s" % exc)
 
     try:
         client = get_api_client(module)

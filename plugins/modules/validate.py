@@ -112,6 +112,21 @@ options:
       - V(present) or V(absent). Role variable C(dra_cpu_state).
     type: str
     default: present
+  min_cell_cpus:
+    description:
+      - Smallest largest-cell size the install needs, 0 or empty to skip. Role variable C(dra_cpu_min_cell_cpus).
+    type: raw
+  kubeconfig:
+    description:
+      - Kubeconfig path; must exist when set. Role variable C(dra_cpu_kubeconfig). Only context names are read.
+    type: str
+    default: ''
+  context:
+    description:
+      - Kubeconfig context; must be defined in O(kubeconfig) (or, when that is empty, in the file
+        C(K8S_AUTH_KUBECONFIG)/C(KUBECONFIG)/C(~/.kube/config) names, if it exists). Role variable C(dra_cpu_context).
+    type: str
+    default: ''
 attributes:
   check_mode:
     support: full
@@ -269,6 +284,9 @@ def argument_spec():
         chart_values=dict(type="raw", default={}),
         preflight_ignore=dict(type="raw", default=[]),
         state=dict(type="str", default="present"),
+        min_cell_cpus=dict(type="raw"),
+        kubeconfig=dict(type="str", default=""),
+        context=dict(type="str", default=""),
     )
 
 
