@@ -239,14 +239,17 @@ class Cluster:
 
     # ------------------------------------------------------------ slices
     def delete_all_slices(self, driver="dra.cpu"):
-        self.api.req("DELETE", SLICES, query={"fieldSelector": f"spec.driver={driver}"})
-        deadline = time.monotonic() + 60
+        try:
+            self.api.req("DELETE", SLICES, query={"fieldSelector": f"spec.driver={driver}"}, timeout=300)
+        except Exception as e:  # noqa: BLE001 -- a slow deletecollection may time out client-side: poll below
+            log(f"deletecollection: {e}; waiting for the slices to go")
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             out = self.api.get(SLICES, query={"fieldSelector": f"spec.driver={driver}", "limit": "1"})
             if not out.get("items"):
                 return
             time.sleep(0.3)
-        raise RuntimeError("ResourceSlices still present 60 s after deletecollection")
+        raise RuntimeError("ResourceSlices still present 300 s after deletecollection")
 
 
 def delta(after, before):

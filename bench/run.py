@@ -318,6 +318,12 @@ def plan(args):
     }
 
 
+def ready_timeout(p, n):
+    """Seconds the waiters get beyond the timeline: more at 1000 nodes, where the publisher itself can
+    lag behind its schedule on a loaded host (the waiters must not time out before the last slice)."""
+    return p["ready_timeout"] + (200 if n >= 1000 else 0)
+
+
 def machine():
     info = {"uname_r": platform.release(), "python": platform.python_version()}
     try:
@@ -351,6 +357,7 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=5, help="repetitions per workload (default 5)")
     ap.add_argument("--whole-run-reps", type=int, default=3)
     ap.add_argument("--only-nodes", type=int, action="append", help="run only these cluster sizes")
+    ap.add_argument("--only-cells", type=int, action="append", help="run only the workloads with these cells")
     ap.add_argument("--no-whole-run", action="store_true")
     ap.add_argument("--out", help="output directory for results.md/results.png/results.json "
                                   "(default: bench/ for a full run, bench/out/smoke for --smoke)")
@@ -416,11 +423,13 @@ def main(argv=None):
                 cl.setup_identities(os.path.join(cwd, "identities"))
                 cl.pub_api = cluster_ctl.sim_api.Api(cl.kubeconfigs["publisher"], qps=0, burst=0, pool_size=32)
                 for kind, cells in cdef["scenarios"]:
+                    if args.only_cells and cells not in args.only_cells:
+                        continue
                     for rep in range(p["reps"]):
                         seed = n * 1000 + cells * 100 + rep * 10 + timeline.KINDS.index(kind)
                         sc = timeline.build(kind, n, cells, seed, span=p["span"], uids=uids)
                         try:
-                            results["passes"].append(run_pass(cl, sc, rep, cwd, p["lead"], p["ready_timeout"]))
+                            results["passes"].append(run_pass(cl, sc, rep, cwd, p["lead"], ready_timeout(p, n)))
                         except Exception as e:  # noqa: BLE001 -- keep going, report the broken pass
                             log(f"pass {sc.label} rep {rep} broke: {e}\n{traceback.format_exc()}")
                             results["notes"].append(f"pass {sc.label} rep {rep} broke: {e}")
@@ -432,7 +441,7 @@ def main(argv=None):
                 if p["profile"] and p["profile"][0] == n:
                     sc = timeline.build("spread", n, p["profile"][1], 4343, span=p["span"], uids=uids)
                     pdir = os.path.join(cwd, "profile")
-                    rec = run_pass(cl, sc, 0, pdir, p["lead"], p["ready_timeout"], who=("module",), profile=True)
+                    rec = run_pass(cl, sc, 0, pdir, p["lead"], ready_timeout(p, n), who=("module",), profile=True)
                     prof = os.path.join(pdir, f"{sc.name}-r0-module", "module.profile.txt")
                     if os.path.exists(prof):
                         dst = os.path.join(out_dir, "profile-module-1000x8.txt")
