@@ -82,7 +82,8 @@ def goals(results):
     fr = {w: sum(1 for p in adv if p["waiters"].get(w, {}).get("false_ready")) for w in W}
     n_adv = len([p for p in passes if p["kind"] != "spread"])
     if n_adv:
-        named = [p["waiters"]["module"]["named"] for p in passes if p["kind"] == "no-driver"]
+        named = [p["waiters"][w]["named"] for p in passes if p["kind"] == "no-driver"
+                 for w in ("module", "playbook") if w in p["waiters"]]
         rows.append(("Zero false ready in every adversarial case (module)",
                      f"module {fr['module']}, via playbook {fr['playbook']}, with fix {fr['modfix']} false ready in {len(adv)} passes "
                      f"({n_adv} adversarial); no-driver node named in {sum(1 for x in named if x)}/{len(named)} "
@@ -168,7 +169,7 @@ def adversarial_table(results):
                 t_out = [v["exit_after_t0"] for v in vals if not v["ready"]]
                 nt = len(t_out)
                 outc.append(f"{nt} timed out")
-                if w in ("module", "playbook"):
+                if w in ("module", "playbook", "modfix"):
                     outc.append(f"node named {sum(1 for v in vals if v['named'])}/{nt}")
                 lat = fmt(t_out, nd=1) + " after t0" if t_out else "-"
             else:

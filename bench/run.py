@@ -366,7 +366,33 @@ def main(argv=None):
                     help="only re-write results.md/results.png (into --out or next to the file) from a results.json")
     ap.add_argument("--whole-run-only", action="store_true",
                     help="only the whole-run comparison; merged into the results.json in --out when present")
+    ap.add_argument("--merge", metavar="RESULTS_JSON",
+                    help="merge another run's results.json (e.g. --only-nodes 1000) into --out's results.json: "
+                         "its cluster sizes replace the same sizes there")
     args = ap.parse_args(argv)
+    if args.merge:
+        out_dir = os.path.abspath(args.out or HERE)
+        with open(os.path.join(out_dir, "results.json")) as f:
+            base = json.load(f)
+        with open(args.merge) as f:
+            other = json.load(f)
+        sizes = {c["nodes"] for c in other["clusters"]}
+        replaced = [p for p in base["passes"] if p["nodes"] in sizes]
+        base["passes"] = [p for p in base["passes"] if p["nodes"] not in sizes] + other["passes"]
+        base.setdefault("replaced_passes", []).extend(replaced)
+        base["clusters"] = [c for c in base["clusters"] if c["nodes"] not in sizes] + other["clusters"]
+        base["notes"] = [n for n in base["notes"] if not any(n.startswith(f"N={s}:") or f"N={s} " in n
+                                                            for s in sizes)] + other["notes"]
+        base["notes"].append(f"N={'/'.join(map(str, sorted(sizes)))}: measured in a separate run started "
+                             f"{other['started']} ({other['plan']['reps']} repetitions, "
+                             f"{other['duration_s'] / 60:.1f} min) and merged (bench/run.py --merge)")
+        if other.get("profile"):
+            base["profile"] = other["profile"]
+        base["merged_runs"] = base.get("merged_runs", []) + [{k: other[k] for k in ("started", "duration_s", "plan")}]
+        dump_raw(base, out_dir)
+        import report
+        print(report.write(base, out_dir))
+        return 0
     if args.report_only:
         import report
         with open(args.report_only) as f:
