@@ -4,7 +4,6 @@ uninstall that never removes what the collection does not own. Runs on the 'driv
 import hashlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
