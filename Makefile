@@ -11,7 +11,7 @@ COLL_BUILD := build/ansible_collections/kubevirtci/dra_cpu
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration molecule docs-check bench clean
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
@@ -50,10 +50,24 @@ lint: deps                  ## ansible-lint (production profile) and docs checks
 integration: build          ## pytest against the hermetic test cluster (brings it up and down)
 	$(PY) -m pytest tests/integration -q
 
-molecule: build             ## molecule test --all against the hermetic test cluster
+molecule: build             ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too
 	$(VENV)/bin/molecule test --all
+	CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
+	CLUSTER_K8S_VERSION=v1.37.2 $(VENV)/bin/molecule test -s default
 
-test: unit sanity lint integration molecule  ## everything CI runs
+NEWEST_PYTHON ?= $(firstword $(wildcard /root/.pyenv/versions/3.13.*/bin/python3.13) $(shell command -v python3.13 python3.12 2>/dev/null))
+
+newest: deps                ## the newest Ansible (ansible 14 / ansible-core 2.21, Python >= 3.12): unit + a live install
+	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no Python >= 3.12 here: skipping the newest-Ansible run"; exit 0; fi; \
+	stamp=.venv-newest/.requirements.sha256; want=$$(sha256sum requirements-newest.txt | cut -d' ' -f1); \
+	if [ "$$(cat $$stamp 2>/dev/null)" != "$$want" ]; then \
+	  $(NEWEST_PYTHON) -m venv .venv-newest && .venv-newest/bin/pip install -q -r requirements-newest.txt && echo $$want > $$stamp; fi; \
+	.venv-newest/bin/ansible --version | awk 'NR==1'; \
+	.venv-newest/bin/python -m pytest tests/unit -q -p no:cacheprovider && \
+	.venv-newest/bin/python -m pytest -q -p no:cacheprovider \
+	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
+
+test: unit sanity lint integration molecule newest  ## everything CI runs
 
 bench: build                ## benchmark vs the shell installer's waiting rule -> bench/results.md
 	$(PY) bench/run.py
