@@ -47,8 +47,9 @@ lint: deps                  ## ansible-lint (production profile) and docs checks
 	$(VENV)/bin/ansible-lint
 	$(PY) hack/check_variables.py
 
-integration: build          ## pytest against the hermetic test cluster (brings it up and down)
-	$(PY) -m pytest tests/integration -q
+integration: build          ## pytest against the hermetic test clusters (brings them up and down)
+	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \
+	  $(PY) -m pytest tests/integration -q -p no:cacheprovider
 
 molecule: build             ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too
 	$(VENV)/bin/molecule test --all
