@@ -238,18 +238,24 @@ class Cluster:
         return {"flows": self.flow_counts(text), "requests": self.request_totals(text)}
 
     # ------------------------------------------------------------ slices
-    def delete_all_slices(self, driver="dra.cpu"):
+    def delete_all_slices(self, driver="dra.cpu", timeout=600):
+        """deletecollection, then (a loaded API server aborts a big deletecollection after its 60 s request
+        timeout) delete whatever is left one by one, in parallel, until nothing is left."""
+        from concurrent.futures import ThreadPoolExecutor
+        sel = {"fieldSelector": f"spec.driver={driver}"}
         try:
-            self.api.req("DELETE", SLICES, query={"fieldSelector": f"spec.driver={driver}"}, timeout=300)
-        except Exception as e:  # noqa: BLE001 -- a slow deletecollection may time out client-side: poll below
-            log(f"deletecollection: {e}; waiting for the slices to go")
-        deadline = time.monotonic() + 300
+            self.api.req("DELETE", SLICES, query=sel, timeout=120)
+        except Exception as e:  # noqa: BLE001
+            log(f"deletecollection: {str(e)[:200]}; deleting one by one")
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            out = self.api.get(SLICES, query={"fieldSelector": f"spec.driver={driver}", "limit": "1"})
-            if not out.get("items"):
+            items, _ = self.api.list_all(SLICES, query=list(sel.items()))
+            if not items:
                 return
-            time.sleep(0.3)
-        raise RuntimeError("ResourceSlices still present 300 s after deletecollection")
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(lambda o: self.api.delete(f"{SLICES}/{o['metadata']['name']}"), items))
+            time.sleep(0.5)
+        raise RuntimeError(f"ResourceSlices still present {timeout} s after deletecollection")
 
 
 def delta(after, before):
