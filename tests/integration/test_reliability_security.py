@@ -114,7 +114,7 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
     kubeconfig, token, user = sa_kubeconfig(dc, "rel-installer", rules=rbac_rules_from_docs())
     TOKENS.append(token)
     r = capture("rbac install", run_playbook(dc, "install", as_user(dc, kubeconfig, tmp_path), verbosity=0))
-    assert r.rc == 0, r
+    assert r.rc == 0, r.failure_messages()
     assert r.fact("dra_cpu_topology")["nodes"]["node01"]["allocatable_cpus"] == 10
     assert list((tmp_path / "helm-cache").rglob("helm")), "helm was not downloaded from the http mirror"
     ns = res(dc, "v1", "Namespace").get(name="dra-driver-cpu")
@@ -136,7 +136,7 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
                                  "devices": [{"name": "gpu0"}]}})
     try:
         r = capture("rbac uninstall", run_playbook(dc, "uninstall", as_user(dc, kubeconfig, tmp_path)))
-        assert r.rc == 0, r
+        assert r.rc == 0, r.failure_messages()
         releases = sorted((x["name"], x["namespace"]) for x in
                           json.loads(helm(dc, "list", "-A", "-a", "-o", "json").stdout))
         assert releases == [("elsewhere", "rel-elsewhere"), ("other", "dra-driver-cpu")], releases
@@ -149,7 +149,7 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
         # the other release gone, the namespace the role created goes too
         helm(dc, "uninstall", "other", "-n", "dra-driver-cpu", "--wait")
         r = capture("rbac uninstall 2", run_playbook(dc, "uninstall", as_user(dc, kubeconfig, tmp_path)))
-        assert r.rc == 0, r
+        assert r.rc == 0, r.failure_messages()
         assert "dra-driver-cpu" not in [n.metadata.name for n in res(dc, "v1", "Namespace").get().items]
         assert "rel-elsewhere" in [n.metadata.name for n in res(dc, "v1", "Namespace").get().items]
     finally:
