@@ -216,8 +216,6 @@ wait_stats:
   type: dict
 """
 
-import copy
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -225,6 +223,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as topo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
@@ -250,7 +249,7 @@ def argument_spec():
         min_cell_cpus=dict(type="int"),
         log_lines=dict(type="int", default=20),
     )
-    spec.update(copy.deepcopy(AUTH_ARG_SPEC))
+    spec.update(auth_argument_spec(AUTH_ARG_SPEC))
     return spec
 
 

@@ -201,6 +201,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart_values import supports_node_affinity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
@@ -220,7 +221,7 @@ def argument_spec():
         chart_version=dict(type="str", default=""),
         check_configz=dict(type="bool", default=True),
     )
-    spec.update(copy.deepcopy(AUTH_ARG_SPEC))
+    spec.update(auth_argument_spec(AUTH_ARG_SPEC))
     return spec
 
 
