@@ -226,7 +226,7 @@ class AuditLog:
                     continue
                 ref = ev.get("objectRef") or {}
                 out.append("%s %s %s/%s (%s)" % (ev["verb"], ref.get("resource"), ref.get("namespace") or "",
-                                                  ref.get("name") or "", ev.get("userAgent", "")[:40]))
+                                                 ref.get("name") or "", ev.get("userAgent", "")[:40]))
         return out
 
 

@@ -120,6 +120,11 @@ def bad_run(cluster_factory, tmp_path_factory):
             "kubeconfig": kubeconfig, "user": user}
 
 
+RESCUE = ("{{ rel_results | default({}) | combine({%s: "
+          "(ansible_failed_result.msg | default('') | string) ~ ' ' ~ "
+          "(ansible_failed_result.exception | default('') | string)}) }}")
+
+
 def block(case_id, task):
     task = dict(task, name="CASE " + case_id)
     return {
@@ -129,11 +134,7 @@ def block(case_id, task):
                              "rel_results": "{{ rel_results | default({}) | combine({%s: 'NO ERROR'}) }}"
                                             % json.dumps(case_id)}}],
         "rescue": [{"name": "Record the failure of " + case_id,
-                    "ansible.builtin.set_fact": {
-                        "rel_results": ("{{ rel_results | default({}) | combine({%s: "
-                                        "(ansible_failed_result.msg | default('') | string) ~ ' ' ~ "
-                                        "(ansible_failed_result.exception | default('') | string)}) }}")
-                                       % json.dumps(case_id)}}],
+                    "ansible.builtin.set_fact": {"rel_results": RESCUE % json.dumps(case_id)}}],
     }
 
 
