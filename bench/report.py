@@ -247,6 +247,7 @@ def plot(results, out_dir):
             axes[1].plot(ns, rq, "o" + style, color=colors[w], label=f"{waiters.SHORT[w]}, {cells} cells")
     axes[0].axhline(GOAL_LATENCY, color="gray", lw=0.8, ls=":")
     axes[0].set_xscale("log")
+    axes[0].set_yscale("log")
     axes[0].set_xlabel("nodes")
     axes[0].set_ylabel("return time - last slice stored (s)")
     axes[0].set_title("Detection latency (median, min-max); rule 2 returns early: false ready")
