@@ -61,8 +61,13 @@ class SliceWaiter(object):
         self.stats = {"lists": 0, "watches": 0, "relists": 0, "reconnects": 0, "node_checks": 0,
                       "events": 0}
         self.targets = []
+        self.targets_set = set()
         self.dropped = []
         self.last_error = None
+        # incremental bookkeeping, so a watch event costs O(slices of one node), not O(all slices):
+        # slices per node, and the target nodes whose pool is not complete yet
+        self.by_node = {}
+        self.pending = set()
 
     # ------------------------------------------------------------------ helpers
 
@@ -77,18 +82,48 @@ class SliceWaiter(object):
             if (item.get("spec") or {}).get("driver") in (None, self.driver):
                 self.slices[_key(item)] = item
         self.resource_version = _meta(data).get("resourceVersion")
+        self._index()
+
+    def _set_targets(self, targets):
+        self.targets = sorted(set(targets))
+        self.targets_set = set(self.targets)
+
+    def _index(self):
+        """Rebuild the per-node index and the pending set from ``slices`` (after a list)."""
+        self.by_node = {}
+        for key, item in self.slices.items():
+            self.by_node.setdefault(slice_node(item), {})[key] = item
+        self.pending = set(node for node in self.targets if not self._complete(node))
+
+    def _complete(self, node):
+        slices = list(self.by_node.get(node, {}).values())
+        return bool(pool_progress(slices, [node], self.driver)["complete"])
+
+    def _judge(self, node):
+        """Re-judge one target node after its slices changed."""
+        if node not in self.targets_set:
+            return
+        if self._complete(node):
+            self.pending.discard(node)
+        else:
+            self.pending.add(node)
+
+    def _drop_target(self, node):
+        self.targets.remove(node)
+        self.targets_set.discard(node)
+        self.pending.discard(node)
+        self.dropped.append(node)
 
     def _progress(self):
         return pool_progress(list(self.slices.values()), self.targets, self.driver)
 
     def _done(self):
-        progress = self._progress()
-        return not progress["missing"] and not progress["incomplete"]
+        return not self.pending
 
     def _drop_deleted(self, candidates):
         """Drop target nodes among ``candidates`` that no longer exist."""
         for node in sorted(candidates):
-            if node not in self.targets:
+            if node not in self.targets_set:
                 continue
             self.stats["node_checks"] += 1
             try:
@@ -98,13 +133,11 @@ class SliceWaiter(object):
                     raise
                 continue
             if not exists:
-                self.targets.remove(node)
-                self.dropped.append(node)
+                self._drop_target(node)
 
     def _check_pending_nodes(self):
         """Drop pending targets that no longer exist, with one list of node names."""
-        progress = self._progress()
-        pending = set(progress["missing"]) | set(progress["incomplete"])
+        pending = set(self.pending)
         if not pending:
             return
         lister = getattr(self.api, "node_names", None)
@@ -119,12 +152,8 @@ class SliceWaiter(object):
                 self._drop_deleted(pending)
             return
         for node in sorted(pending):
-            if node in self.targets and node not in names:
-                self.targets.remove(node)
-                self.dropped.append(node)
-
-    def _nodes_with_slices(self):
-        return set(slice_node(s) for s in self.slices.values())
+            if node in self.targets_set and node not in names:
+                self._drop_target(node)
 
     def _backoff(self, attempt, deadline):
         delay = min(self.max_backoff, 0.5 * (2 ** attempt))
@@ -167,12 +196,16 @@ class SliceWaiter(object):
         if spec.get("driver") not in (None, self.driver):
             return None
         key = _key(obj)
+        node = slice_node(obj)
         if kind in ("ADDED", "MODIFIED"):
             self.slices[key] = obj
+            self.by_node.setdefault(node, {})[key] = obj
+            self._judge(node)
         elif kind == "DELETED":
             self.slices.pop(key, None)
-            node = slice_node(obj)
-            if node in self.targets and node not in self._nodes_with_slices():
+            self.by_node.get(node, {}).pop(key, None)
+            self._judge(node)
+            if node in self.targets_set and not self.by_node.get(node):
                 return "check:%s" % node
         return None
 
@@ -180,7 +213,7 @@ class SliceWaiter(object):
 
     def snapshot(self, targets):
         """One list, no wait: the current slices and the progress."""
-        self.targets = sorted(set(targets))
+        self._set_targets(targets)
         self._list()
         return self.result(waited=False)
 
@@ -190,7 +223,7 @@ class SliceWaiter(object):
         Returns ``result()`` with ``complete`` True, or False at the deadline.
         Raises KubeRequestError on permission problems.
         """
-        self.targets = sorted(set(targets))
+        self._set_targets(targets)
         start = self.clock()
         deadline = start + float(timeout)
         if not self._list_with_retry(deadline):
@@ -247,7 +280,7 @@ class SliceWaiter(object):
                 self.stats["relists"] += 1
                 if not self._list_with_retry(deadline):
                     break
-                self._drop_deleted(set(self._progress()["missing"]))
+                self._drop_deleted(set(n for n in self.pending if not self.by_node.get(n)))
                 if self._done():
                     return self.result(start=start)
             elif action == "reconnect":
@@ -257,10 +290,8 @@ class SliceWaiter(object):
             # else: the server ended the watch (timeoutSeconds); reconnect from resourceVersion
 
         # deadline: nodes deleted meanwhile do not count
-        progress = self._progress()
-        pending = set(progress["missing"]) | set(progress["incomplete"])
-        if pending:
-            self._drop_deleted(pending)
+        if self.pending:
+            self._drop_deleted(set(self.pending))
         return self.result(start=start)
 
     def result(self, start=None, waited=True):

@@ -325,3 +325,55 @@ def test_pending_report_without_pods_or_permission():
             raise KubeRequestError("permission denied: cannot list pods in namespace ns", status=403)
     entries = w.pending_report(Denied(clock, [], []), result, "ns", "sel")
     assert entries[0]["pod_error"] == "permission denied: cannot list pods in namespace ns"
+
+
+def _node_slice(node, uid):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "00000-dra.cpu-%s-x" % node, "uid": uid},
+            "spec": {"driver": "dra.cpu", "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "cpudevnuma000", "capacity": {"dra.cpu/cpu": {"value": "4"}}}]}}
+
+
+def test_each_event_judges_only_its_node(monkeypatch):
+    """1,000 nodes publishing one by one: the work per event stays constant (no O(N^2) re-judging)."""
+    nodes = ["node%04d" % i for i in range(1000)]
+    judged = []
+    real = w.pool_progress
+
+    def counting(slices, targets, driver=w.DEFAULT_DRIVER):
+        judged.append(len(slices) + len(targets))
+        return real(slices, targets, driver)
+
+    monkeypatch.setattr(w, "pool_progress", counting)
+    clock = Clock()
+    events = [event("ADDED", _node_slice(n, "uid-%s" % n), rv=str(101 + i)) for i, n in enumerate(nodes)]
+    api = FakeApi(clock, [listing([], "100")], [events])
+    waiter = make(clock, api)
+    result = waiter.wait(nodes, 60)
+    assert result["complete"] is True
+    assert kinds(api) == ["list", "watch"]
+    during_wait = judged[:-1]  # the last call is result()'s one overall summary
+    assert len(during_wait) == 2 * len(nodes)  # the list judges every node once, each event one node
+    assert max(during_wait) <= 2, "an event re-judged more than its own node"
+
+
+def test_pending_follows_deletes_and_new_generations(slices):
+    s1, s2 = slices("individual_smt_chunks.yaml")
+    clock = Clock()
+    gen2 = [copy.deepcopy(s) for s in (s1, s2)]
+    for i, s in enumerate(gen2):
+        s["metadata"]["uid"] = "gen2-%d" % i
+        s["spec"]["pool"]["generation"] += 1
+    api = FakeApi(clock, [listing([s1, s2], "100")], [[
+        event("ADDED", gen2[0], rv="101"),   # newer generation, 1 of 2 chunks: incomplete again
+        event("DELETED", s1, rv="102"),
+        event("ADDED", gen2[1], rv="103"),   # new generation complete
+    ]], nodes=["node01"])
+    waiter = make(clock, api)
+    waiter._set_targets(["node01"])
+    waiter._list()
+    assert waiter.pending == set()
+    api.lists.append(listing([s1, s2], "100"))
+    result = waiter.wait(["node01"], 60)
+    assert result["complete"] is True
