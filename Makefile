@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 CLUSTER := $(PY) tests/cluster/cluster.py
-COLL_BUILD := build/ansible_collections/kubevirtci/dra_cpu
+# outside the checkout: inside it, ansible-test would ask git for the files and find none
+SANITY_ROOT ?= $(or $(TMPDIR),/tmp)/kubevirtci-dra-cpu-sanity
+COLL_BUILD := $(SANITY_ROOT)/ansible_collections/kubevirtci/dra_cpu
 K8S_CACHE := $(or $(CLUSTER_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubevirtci-dra-cpu)/kubernetes
 # the test harness (cluster, simulator, pytest integration suites, benchmark, scripts) is not
 # part of the collection artifact (galaxy.yml build_ignore) and is checked by pytest, not sanity
@@ -37,10 +39,10 @@ unit: deps                  ## pytest unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q
 
 sanity: deps                ## ansible-test sanity on a copy laid out as ansible_collections/kubevirtci/dra_cpu
-	@rm -rf build && mkdir -p $(COLL_BUILD) build/ansible_collections/kubernetes
+	@rm -rf $(SANITY_ROOT) && mkdir -p $(COLL_BUILD) $(SANITY_ROOT)/ansible_collections/kubernetes
 	@git ls-files --cached --others --exclude-standard | tar -cf - -T - | tar -xf - -C $(COLL_BUILD)
 	@cp -r $$($(PY) -c 'import ansible_collections.kubernetes.core as m, os; print(list(m.__path__)[0])') \
-	  build/ansible_collections/kubernetes/core
+	  $(SANITY_ROOT)/ansible_collections/kubernetes/core
 	cd $(COLL_BUILD) && $(CURDIR)/$(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no \
 	  $(SANITY_EXCLUDES)
 

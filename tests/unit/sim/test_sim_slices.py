@@ -1,5 +1,3 @@
-import pytest
-
 from sim_config import DriverConfig
 from sim_slices import build_devices, build_slices, chunk, dropped_fields, fingerprint
 from sim_topology import build_topology

@@ -175,7 +175,7 @@ def test_values_for_020():
     ("four", "dra_cpu_min_cell_cpus: 'four' is not a whole number"),
 ])
 def test_min_cell_cpus(value, message):
-    _, errors = run(min_cell_cpus=value)
+    dummy, errors = run(min_cell_cpus=value)
     assert any(message in e for e in errors), errors
     settings, errors = run(min_cell_cpus=0)
     assert not errors and settings["min_cell_cpus"] == 0
@@ -185,19 +185,19 @@ def test_kubeconfig_and_context(tmp_path, monkeypatch):
     kc = tmp_path / "kubeconfig"
     kc.write_text("apiVersion: v1\nkind: Config\ncontexts:\n- name: one\n  context: {}\n"
                   "users:\n- name: u\n  user: {token: s3cr3t-token-value}\n")
-    _, errors = run(kubeconfig=str(tmp_path / "missing"))
+    dummy, errors = run(kubeconfig=str(tmp_path / "missing"))
     assert errors == ["dra_cpu_kubeconfig: '%s' does not exist or is not a file; expected the path of a kubeconfig "
                       "file, or empty for K8S_AUTH_KUBECONFIG/KUBECONFIG/~/.kube/config" % (tmp_path / "missing")]
-    _, errors = run(kubeconfig=str(kc), context="two")
+    dummy, errors = run(kubeconfig=str(kc), context="two")
     assert len(errors) == 1 and errors[0].startswith("dra_cpu_context: 'two' is not a context of ")
     assert "one" in errors[0] and "s3cr3t" not in errors[0]
-    _, errors = run(kubeconfig=str(kc), context="one")
+    dummy, errors = run(kubeconfig=str(kc), context="one")
     assert not errors
     monkeypatch.setenv("KUBECONFIG", str(kc))
     monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
-    _, errors = run(context="nope")
+    dummy, errors = run(context="nope")
     assert errors and "dra_cpu_context: 'nope'" in errors[0]
     bad = tmp_path / "bad"
     bad.write_text("token: s3cr3t: [unbalanced\n")
-    _, errors = run(kubeconfig=str(bad))
+    dummy, errors = run(kubeconfig=str(bad))
     assert errors and "s3cr3t" not in errors[0]
