@@ -89,6 +89,15 @@ def _blank(value):
     return value is None or (isinstance(value, str) and value.strip() == "")
 
 
+def _choice(params, name, default, choices, what, settings, errors):
+    """A case-insensitive choice; blank means ``default``. Records the value or an error."""
+    raw = params.get(name)
+    value = default if _blank(raw) else str(raw).strip().lower()
+    if value not in choices:
+        errors.append(_err(name, raw, "is not %s" % what, " or ".join(choices)))
+    settings[name] = value
+
+
 def format_duration(seconds):
     """Seconds -> a Go duration string as Go prints it (``300`` -> ``5m0s``)."""
     seconds = int(seconds)
@@ -198,12 +207,7 @@ def validate_inputs(params):
                            "one of %s, or empty for the chart default" % ", ".join(GROUP_BY)))
     settings["group_by"] = group_by
 
-    # cpu_device_mode
-    raw = p.get("cpu_device_mode")
-    mode = "grouped" if _blank(raw) else str(raw).strip().lower()
-    if mode not in MODES:
-        errors.append(_err("cpu_device_mode", raw, "is not a device mode", " or ".join(MODES)))
-    settings["cpu_device_mode"] = mode
+    _choice(p, "cpu_device_mode", "grouped", MODES, "a device mode", settings, errors)
 
     # chart
     raw = p.get("chart")
@@ -333,12 +337,7 @@ def validate_inputs(params):
                                "check names among %s" % ", ".join(CHECKS)))
         settings["preflight_ignore"] = [x for x in ignore if x in CHECKS]
 
-    # state
-    raw = p.get("state")
-    state = "present" if _blank(raw) else str(raw).strip().lower()
-    if state not in STATES:
-        errors.append(_err("state", raw, "is not a state", " or ".join(STATES)))
-    settings["state"] = state
+    _choice(p, "state", "present", STATES, "a state", settings, errors)
 
     # min_cell_cpus: 0 disables the check
     raw = p.get("min_cell_cpus")

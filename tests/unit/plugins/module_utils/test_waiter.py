@@ -7,19 +7,9 @@ import copy
 
 import pytest
 
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import waiter as w
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def _raise(exc):

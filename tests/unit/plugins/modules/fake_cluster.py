@@ -152,3 +152,16 @@ class FakeCluster(object):
 
     def paths(self):
         return [c[0] for c in self.calls]
+
+
+class Clock(object):
+    """A manual clock for waits: ``sleep`` advances it instead of sleeping."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds

@@ -5,6 +5,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import RawApi
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
@@ -117,17 +118,6 @@ def test_wait_false_reports_pending_without_failing():
     assert list(result["ansible_facts"]["dra_cpu_topology"]["nodes"]) == ["node01"]
     assert [p["node"] for p in result["pending_nodes"]] == ["node02"]
     assert result["pending_nodes"][0]["logs"] == ["starting"]
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def test_timeout_names_nodes_pod_state_and_logs():
