@@ -37,6 +37,7 @@ VARIABLES = {
     "uninstall_timeout": "dra_cpu_uninstall_timeout",
     "helm_version": "dra_cpu_helm_version",
     "helm_mirror": "dra_cpu_helm_mirror",
+    "helm_binary": "dra_cpu_helm_binary",
     "helm_mirror_allow_http": "dra_cpu_helm_mirror_allow_http",
     "num_vcpu": "dra_cpu_num_vcpu",
     "num_numa_nodes": "dra_cpu_num_numa_nodes",
@@ -288,6 +289,17 @@ def validate_inputs(params):
             errors.append(_err("helm_mirror", raw, "uses plain http",
                                "an https URL, or set dra_cpu_helm_mirror_allow_http: true"))
         settings["helm_mirror"] = text
+
+    # helm_binary: '' = helm from PATH or a download; otherwise it must be there and executable
+    raw = p.get("helm_binary")
+    settings["helm_binary"] = ""
+    if not _blank(raw):
+        path = os.path.expanduser(str(raw).strip())
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            errors.append(_err("helm_binary", raw, "is not an executable file",
+                               "the path of a helm v3 >= 3.13 binary, or empty to use helm from PATH or "
+                               "download %s" % (settings.get("helm_version") or "helm")))
+        settings["helm_binary"] = path
 
     # sizing
     num_vcpu = _optional_positive_int("num_vcpu", p.get("num_vcpu"), errors)

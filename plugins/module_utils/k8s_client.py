@@ -271,6 +271,19 @@ class RawApi(object):
             raise
         return True
 
+    def get_namespace(self, name):
+        """The Namespace object, or None when it does not exist."""
+        try:
+            return self.get_json("/api/v1/namespaces/%s" % quote(name, safe=""))
+        except KubeRequestError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    def list_secrets(self, namespace, label_selector):
+        query = {"labelSelector": label_selector}
+        return self.get_json("/api/v1/namespaces/%s/secrets" % quote(namespace, safe=""), query).get("items") or []
+
     def list_pods(self, namespace, label_selector=None):
         query = {"labelSelector": label_selector} if label_selector else None
         return self.get_json("/api/v1/namespaces/%s/pods" % quote(namespace, safe=""), query).get("items") or []

@@ -26,6 +26,10 @@ description:
     O(skip_incompatible_nodes). Only reads; never reports a change.
   - "A missing permission gives a message naming the verb and the resource, for example
     C(permission denied: cannot get nodes/proxy)."
+  - With O(namespace), also reports what is installed already (RV(installed)): whether the namespace
+    exists with the Pod Security labels, and the newest revision of helm release O(release_name)
+    (status and chart version, read from helm's release Secret; the release's values are never
+    returned). The role uses it to skip the writes and fetches a re-run does not need.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 options:
@@ -75,6 +79,19 @@ options:
     description: Read each node's kubelet configuration through the API server's node proxy.
     type: bool
     default: true
+  namespace:
+    description: The driver's namespace; when set, RV(installed) reports what is installed there. Empty skips that.
+    type: str
+    default: ''
+  release_name:
+    description: The helm release to look up in O(namespace).
+    type: str
+    default: ''
+  chart:
+    description:
+      - The chart reference to be installed; with O(chart_version) it decides RV(installed.chart_fetch_needed).
+    type: str
+    default: ''
 attributes:
   check_mode:
     support: full
@@ -190,6 +207,37 @@ node_affinity:
       (C(kubernetes.io/hostname NotIn [...])); {} when none is skipped.
   returned: always
   type: dict
+installed:
+  description:
+    - What is installed in O(namespace) already. V(readable=false) (with V(error)) when it could not be
+      read, for example without permission to list Secrets there; the caller should then look itself.
+  returned: when O(namespace) is set
+  type: dict
+  contains:
+    readable:
+      description: Whether the namespace and the release could be read.
+      type: bool
+      sample: true
+    error:
+      description: Why not, when V(readable=false).
+      type: str
+      returned: when not readable
+    namespace:
+      description: C(name), C(exists), C(labels), and C(psa_labels_ok) (the three privileged Pod Security labels are set).
+      type: dict
+      returned: when readable
+      sample: {name: dra-driver-cpu, exists: true, labels: {}, psa_labels_ok: false}
+    release:
+      description: The newest revision of O(release_name) ({} when there is none).
+      type: dict
+      returned: when readable
+      sample: {name: dra-driver-cpu, revision: 1, status: deployed, chart: dra-driver-cpu, chart_version: 0.3.0}
+    chart_fetch_needed:
+      description:
+        - False when the deployed release already runs O(chart) at the pinned O(chart_version), so a
+          separate chart fetch would only repeat what the install step does.
+      type: bool
+      returned: when readable
 """
 
 import copy
@@ -205,6 +253,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import aut
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart_values import supports_node_affinity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import installed
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import parse_version
 
@@ -220,9 +269,30 @@ def argument_spec():
         skip_incompatible_nodes=dict(type="bool", default=False),
         chart_version=dict(type="str", default=""),
         check_configz=dict(type="bool", default=True),
+        namespace=dict(type="str", default=""),
+        release_name=dict(type="str", default=""),
+        chart=dict(type="str", default=""),
     )
     spec.update(auth_argument_spec(AUTH_ARG_SPEC))
     return spec
+
+
+def read_installed(api, params):
+    """The namespace and the helm release as they are now (read-only)."""
+    try:
+        namespace = installed.namespace_state(params["namespace"], api.get_namespace(params["namespace"]))
+        release = {}
+        if params["release_name"] and namespace["exists"]:
+            secrets = api.list_secrets(params["namespace"], installed.release_selector(params["release_name"]))
+            release = installed.release_state(params["release_name"], secrets)
+    except KubeRequestError as exc:
+        return {"readable": False, "error": exc.message}
+    return {
+        "readable": True,
+        "namespace": namespace,
+        "release": release,
+        "chart_fetch_needed": installed.chart_fetch_needed(release, params["chart"], params["chart_version"]),
+    }
 
 
 def run_checks(api, params, reserved):
@@ -293,6 +363,8 @@ def run_checks(api, params, reserved):
         skipped_nodes=skipped,
         node_affinity=affinity,
     )
+    if params["namespace"]:
+        result["installed"] = read_installed(api, params)
     return result, summary["message"]
 
 

@@ -80,6 +80,12 @@ options:
       - Base URL serving helm release tarballs and their C(.sha256sum) files (https, or http with
         O(helm_mirror_allow_http)). Role variable C(dra_cpu_helm_mirror).
     type: str
+  helm_binary:
+    description:
+      - Path of the helm binary to use (C(~) is expanded); it must be an executable file. Empty means
+        helm from PATH, or a download. Role variable C(dra_cpu_helm_binary).
+    type: str
+    default: ''
   helm_mirror_allow_http:
     description:
       - Accept a plain http O(helm_mirror). Role variable C(dra_cpu_helm_mirror_allow_http).
@@ -201,6 +207,9 @@ settings:
     helm_mirror:
       description: The mirror URL without a trailing slash.
       type: str
+    helm_binary:
+      description: The helm binary path with C(~) expanded, '' when not set.
+      type: str
     num_vcpu:
       description: vCPUs per node, or null.
       type: int
@@ -279,6 +288,7 @@ def argument_spec():
         helm_version=dict(type="str"),
         helm_mirror=dict(type="str"),
         helm_mirror_allow_http=dict(type="bool", default=False),
+        helm_binary=dict(type="str", default=""),
         num_vcpu=dict(type="raw"),
         num_numa_nodes=dict(type="raw"),
         chart_values=dict(type="raw", default={}),

@@ -201,3 +201,20 @@ def test_kubeconfig_and_context(tmp_path, monkeypatch):
     bad.write_text("token: s3cr3t: [unbalanced\n")
     dummy, errors = run(kubeconfig=str(bad))
     assert errors and "s3cr3t" not in errors[0]
+
+
+def test_helm_binary(tmp_path, monkeypatch):
+    settings, errors = run(helm_binary="")
+    assert errors == [] and settings["helm_binary"] == ""
+    helm = tmp_path / "helm"
+    helm.write_text("#!/bin/sh\n")
+    helm.chmod(0o644)
+    settings, errors = run(helm_binary=str(helm))
+    assert errors == ["dra_cpu_helm_binary: '%s' is not an executable file; expected the path of a helm v3 >= 3.13 "
+                      "binary, or empty to use helm from PATH or download v3.16.4" % helm]
+    helm.chmod(0o755)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings, errors = run(helm_binary="~/helm")
+    assert errors == [] and settings["helm_binary"] == str(helm)
+    settings, errors = run(helm_binary=str(tmp_path))
+    assert errors and errors[0].startswith("dra_cpu_helm_binary: '%s' is not an executable file" % tmp_path)

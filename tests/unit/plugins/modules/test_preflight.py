@@ -6,6 +6,7 @@ __metaclass__ = type
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import preflight
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, HTTPError, node, run_module
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.test_installed import helm_secret
 
 STATIC = {"kubeletconfig": {"cpuManagerPolicy": "static"}}
 NONE = {"kubeletconfig": {}}
@@ -154,3 +155,61 @@ def test_secrets_are_no_log():
     assert spec["api_key"]["no_log"] is True
     assert spec["kubeconfig"]["no_log"] is True
     assert spec["password"]["no_log"] is True
+
+
+def _installed_args(**extra):
+    args = {"reserved_cpus": "0-1", "namespace": "dra-driver-cpu", "release_name": "dra-driver-cpu",
+            "chart": "oci://localhost:5000/charts/dra-driver-cpu", "chart_version": "0.3.0"}
+    args.update(extra)
+    return args
+
+
+def test_installed_not_asked_for_reads_nothing_more():
+    cluster = FakeCluster()
+    result, failed = run_module(preflight, {"reserved_cpus": "0-1"}, cluster)
+    assert "installed" not in result and not any("namespaces" in p for p in cluster.paths())
+
+
+def test_installed_on_an_empty_cluster():
+    cluster = FakeCluster()
+    result, failed = run_module(preflight, _installed_args(), cluster)
+    assert failed is False
+    assert result["installed"] == {
+        "readable": True, "chart_fetch_needed": True, "release": {},
+        "namespace": {"name": "dra-driver-cpu", "exists": False, "labels": {}, "psa_labels_ok": False}}
+    # no namespace, so no release lookup
+    assert "/api/v1/namespaces/dra-driver-cpu/secrets" not in cluster.paths()
+
+
+def test_installed_release_deployed_at_the_pinned_version():
+    labels = {"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged",
+              "pod-security.kubernetes.io/audit": "privileged"}
+    cluster = FakeCluster({
+        "/api/v1/namespaces/dra-driver-cpu": {"metadata": {"name": "dra-driver-cpu", "labels": labels}},
+        "/api/v1/namespaces/dra-driver-cpu/secrets": {"items": [
+            helm_secret("dra-driver-cpu", 1, "superseded", version="0.2.0"),
+            helm_secret("dra-driver-cpu", 2, "deployed")]},
+    })
+    result, failed = run_module(preflight, _installed_args(), cluster)
+    inst = result["installed"]
+    assert inst["namespace"]["psa_labels_ok"] is True
+    assert inst["release"] == {"name": "dra-driver-cpu", "revision": 2, "status": "deployed",
+                               "chart": "dra-driver-cpu", "chart_version": "0.3.0"}
+    assert inst["chart_fetch_needed"] is False
+    assert ("/api/v1/namespaces/dra-driver-cpu/secrets",
+            {"labelSelector": "owner=helm,name=dra-driver-cpu"}) in cluster.calls
+    # an upgrade to another version fetches the chart first
+    result, failed = run_module(preflight, _installed_args(chart_version="0.4.0"), cluster)
+    assert result["installed"]["chart_fetch_needed"] is True
+
+
+def test_installed_unreadable_secrets_leave_it_to_the_caller():
+    cluster = FakeCluster({
+        "/api/v1/namespaces/dra-driver-cpu": {"metadata": {"name": "dra-driver-cpu"}},
+        "/api/v1/namespaces/dra-driver-cpu/secrets": HTTPError(403, "secrets is forbidden"),
+    })
+    result, failed = run_module(preflight, _installed_args(), cluster)
+    assert failed is False
+    assert result["installed"]["readable"] is False
+    assert result["installed"]["error"].startswith(
+        "permission denied: cannot list secrets in namespace dra-driver-cpu")

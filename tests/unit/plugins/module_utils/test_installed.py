@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import gzip
+import json
+
+import pytest
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import installed
+
+PSA = dict(installed.PSA_LABELS)
+
+
+def helm_secret(name, revision, status, chart="dra-driver-cpu", version="0.3.0", compress=True, data=None):
+    """A release Secret the way helm 3's secrets driver stores it (as the API returns it)."""
+    body = json.dumps({"name": name, "version": revision, "info": {"status": status},
+                       "chart": {"metadata": {"name": chart, "version": version}},
+                       "config": {"token": "s3cret"}}).encode()
+    helm_encoded = base64.b64encode(gzip.compress(body) if compress else body)
+    return {
+        "type": "helm.sh/release.v1",
+        "metadata": {"name": "sh.helm.release.v1.%s.v%d" % (name, revision),
+                     "labels": {"owner": "helm", "name": name, "status": status, "version": str(revision)}},
+        "data": {"release": data if data is not None else base64.b64encode(helm_encoded).decode()},
+    }
+
+
+def test_namespace_state():
+    assert installed.namespace_state("ns", None) == {"name": "ns", "exists": False, "labels": {},
+                                                     "psa_labels_ok": False}
+    partial = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
+    assert installed.namespace_state("ns", partial)["psa_labels_ok"] is False
+    assert installed.namespace_state("ns", {"metadata": {}})["exists"] is True
+    ok = installed.namespace_state("ns", {"metadata": {"labels": dict(PSA, other="x")}})
+    assert ok["exists"] is True and ok["psa_labels_ok"] is True and ok["labels"]["other"] == "x"
+    wrong = {"metadata": {"labels": dict(PSA, **{"pod-security.kubernetes.io/warn": "baseline"})}}
+    assert installed.namespace_state("ns", wrong)["psa_labels_ok"] is False
+
+
+def test_release_state_picks_the_newest_revision_by_number():
+    secrets = [helm_secret("r", 2, "superseded", version="0.2.0"), helm_secret("r", 10, "deployed"),
+               helm_secret("r", 9, "superseded", version="0.2.0")]
+    assert installed.release_state("r", secrets) == {
+        "name": "r", "revision": 10, "status": "deployed", "chart": "dra-driver-cpu", "chart_version": "0.3.0"}
+
+
+def test_release_state_never_returns_the_values():
+    state = installed.release_state("r", [helm_secret("r", 1, "deployed")])
+    assert "s3cret" not in json.dumps(state)
+
+
+def test_release_state_pending_and_uncompressed():
+    state = installed.release_state("r", [helm_secret("r", 1, "pending-install", compress=False)])
+    assert state["status"] == "pending-install" and state["chart_version"] == "0.3.0"
+
+
+def test_release_state_ignores_other_releases_and_bad_labels():
+    other = helm_secret("other", 5, "deployed")
+    bad = helm_secret("r", 1, "deployed")
+    bad["metadata"]["labels"]["version"] = "x"
+    assert installed.release_state("r", [other, bad]) == {}
+    assert installed.release_state("r", []) == {}
+    assert installed.release_state("r", None) == {}
+
+
+@pytest.mark.parametrize("data", ["not base64!", base64.b64encode(b"garbage").decode(), ""])
+def test_release_state_undecodable_body_keeps_labels(data):
+    state = installed.release_state("r", [helm_secret("r", 3, "pending-upgrade", data=data)])
+    assert state == {"name": "r", "revision": 3, "status": "pending-upgrade", "chart": "", "chart_version": ""}
+
+
+@pytest.mark.parametrize("ref, name", [
+    ("oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu", "dra-driver-cpu"),
+    ("oci://localhost:5000/charts/dra-driver-cpu:0.3.0", "dra-driver-cpu"),
+    ("oci://r/charts/dra-driver-cpu@sha256:abc", "dra-driver-cpu"),
+    ("myrepo/dra-driver-cpu/", "dra-driver-cpu"),
+    ("", ""),
+])
+def test_chart_name(ref, name):
+    assert installed.chart_name(ref) == name
+
+
+REF = "oci://localhost:5000/charts/dra-driver-cpu"
+
+
+@pytest.mark.parametrize("release, ref, version, needed", [
+    ({"status": "deployed", "chart": "dra-driver-cpu", "chart_version": "0.3.0"}, REF, "0.3.0", False),
+    ({"status": "deployed", "chart": "dra-driver-cpu", "chart_version": "0.3.0"}, REF, "v0.3.0", False),
+    ({"status": "deployed", "chart": "dra-driver-cpu", "chart_version": "0.3.0"}, REF, "", True),
+    ({"status": "deployed", "chart": "dra-driver-cpu", "chart_version": "0.2.0"}, REF, "0.3.0", True),
+    ({"status": "deployed", "chart": "other-chart", "chart_version": "0.3.0"}, REF, "0.3.0", True),
+    ({"status": "failed", "chart": "dra-driver-cpu", "chart_version": "0.3.0"}, REF, "0.3.0", True),
+    ({"status": "deployed", "chart": "", "chart_version": ""}, REF, "0.3.0", True),
+    ({}, REF, "0.3.0", True),
+])
+def test_chart_fetch_needed(release, ref, version, needed):
+    assert installed.chart_fetch_needed(release, ref, version) is needed
