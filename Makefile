@@ -14,7 +14,7 @@ K8S_CACHE := $(or $(CLUSTER_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ku
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: build-1.37 newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: build-1.35 build-1.37 newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration molecule docs-check bench clean
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
@@ -65,6 +65,9 @@ molecule: build             ## molecule test --all on Kubernetes 1.36, and the d
 
 build-1.37: deps            ## build Kubernetes v1.37.2 for the test cluster (cached)
 	CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes
+
+build-1.35: deps            ## build Kubernetes v1.35.4 (extended target: the version finding; cached)
+	CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes
 
 NEWEST_PYTHON ?= $(firstword $(wildcard /root/.pyenv/versions/3.13.*/bin/python3.13) $(shell command -v python3.13 python3.12 2>/dev/null))
 

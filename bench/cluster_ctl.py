@@ -24,7 +24,7 @@ import sim_api  # noqa: E402  (the simulator's small urllib3 client: reused for 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 BENCH_NS = "dracpu-bench"
 PRIORITY_LEVEL = "dracpu-bench"
-WAITER_IDS = ("rule1", "rule2", "module", "playbook", "modfix", "publisher")
+WAITER_IDS = ("rule1", "rule2", "module", "playbook", "publisher")
 
 
 def log(msg):

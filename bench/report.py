@@ -70,13 +70,6 @@ def goals(results):
             pb.append(f"N={n}x{c}: {m:.2f}s" if m is not None else f"N={n}x{c}: -")
             ok_pb = ok_pb and m is not None and m <= GOAL_LATENCY
         rows.append(("(same, through ansible-playbook: process and callback overhead included)", "; ".join(pb), ok_pb))
-        fx = []
-        ok_fx = True
-        for (k, n, c), ps in sorted(spread.items(), key=lambda x: (x[0][1], x[0][2])):
-            m = med(wvals(ps, "modfix", "latency"))
-            fx.append(f"N={n}x{c}: {m:.2f}s" if m is not None else f"N={n}x{c}: -")
-            ok_fx = ok_fx and m is not None and m <= GOAL_LATENCY
-        rows.append(("(same, direct run with the suggested fix: gc.freeze() before exit_json)", "; ".join(fx), ok_fx))
     # 2. zero false ready in every adversarial case
     adv = [p for p in passes if p["kind"] != "spread"] + [p for p in passes if p["kind"] == "spread"]
     fr = {w: sum(1 for p in adv if p["waiters"].get(w, {}).get("false_ready")) for w in W}
@@ -85,7 +78,7 @@ def goals(results):
         named = [p["waiters"][w]["named"] for p in passes if p["kind"] == "no-driver"
                  for w in ("module", "playbook") if w in p["waiters"]]
         rows.append(("Zero false ready in every adversarial case (module)",
-                     f"module {fr['module']}, via playbook {fr['playbook']}, with fix {fr['modfix']} false ready in {len(adv)} passes "
+                     f"module {fr['module']}, via playbook {fr['playbook']} false ready in {len(adv)} passes "
                      f"({n_adv} adversarial); no-driver node named in {sum(1 for x in named if x)}/{len(named)} "
                      f"timeouts; measured for comparison: rule 1 {fr['rule1']}, rule 2 {fr['rule2']}",
                      fr["module"] == 0 and fr["playbook"] == 0 and all(named)))
@@ -137,13 +130,13 @@ def spread_table(results):
         load = fmt([(p.get("load_start") or {}).get("loadavg1") for p in ps], nd=1)
         for w in present(ps):
             late = "-"
-            if w in ("module", "playbook", "modfix"):
+            if w in ("module", "playbook"):
                 late = str(sum(1 for p in ps if started_late(p["waiters"][w])))
             lines.append(f"| {n} x {c} | {len(ps)} | {load} | {waiters.SHORT[w]} | {fmt(wvals(ps, w, 'latency'))} | "
                          f"{sum(1 for x in wvals(ps, w, 'false_ready') if x)} | "
                          f"{sum(1 for x in wvals(ps, w, 'missed') if x)} | {late} | {fmt(wvals(ps, w, 'requests'), nd=0)} |")
-    lines += ["", "host load: 1-min load average of the 2-core host at the start of the passes (other engineers' "
-              "clusters and builds were running on it too, see Notes). started late: passes in which the module's "
+    lines += ["", "host load: 1-min load average of the 2-core host at the start of the passes (see Notes for "
+              "anything else that ran on it). started late: passes in which the module's "
               "wait was already satisfied by its initial list (wait_stats.watches == 0), i.e. every slice had "
               "landed before the module process had even started listening; its latency there is start-up time, "
               "not detection."]
@@ -169,7 +162,7 @@ def adversarial_table(results):
                 t_out = [v["exit_after_t0"] for v in vals if not v["ready"]]
                 nt = len(t_out)
                 outc.append(f"{nt} timed out")
-                if w in ("module", "playbook", "modfix"):
+                if w in ("module", "playbook"):
                     outc.append(f"node named {sum(1 for v in vals if v['named'])}/{nt}")
                 lat = fmt(t_out, nd=1) + " after t0" if t_out else "-"
             else:
@@ -226,8 +219,7 @@ def plot(results, out_dir):
     passes = [p for p in results["passes"] if set(waiters.CORE) <= set(p["waiters"])]
     spread = group(passes, "spread")
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
-    colors = {"rule1": "tab:red", "rule2": "tab:orange", "module": "tab:blue", "playbook": "tab:green",
-              "modfix": "tab:purple"}
+    colors = {"rule1": "tab:red", "rule2": "tab:orange", "module": "tab:blue", "playbook": "tab:green"}
     for cells, style in ((2, "--"), (8, "-")):
         keys = sorted(k for k in spread if k[2] == cells)
         if not keys:

@@ -28,17 +28,16 @@ KUBECTL = os.path.join(VENV_BIN, "kubectl")
 MODULE = os.path.join(REPO, "plugins", "modules", "cpu_topology.py")
 PLAYBOOK = os.path.join(HERE, "wait_topology.yml")
 
-ALL = ("rule1", "rule2", "module", "playbook", "modfix")
-CORE = ("rule1", "rule2", "module", "playbook")
+ALL = ("rule1", "rule2", "module", "playbook")
+CORE = ALL
 LABELS = {
     "rule1": "rule 1: shell installer (5 s, count slices >= nodes)",
     "rule2": "rule 2: upstream CI (1 s, any slice)",
     "module": "cpu_topology, direct module run",
     "playbook": "cpu_topology via ansible-playbook",
-    "modfix": "cpu_topology, direct module run, with gc.freeze() before exit (suggested fix, bench/module_gc_freeze.py)",
 }
 SHORT = {"rule1": "rule 1 (shell)", "rule2": "rule 2 (upstream CI)", "module": "module (direct)",
-         "playbook": "module (ansible-playbook)", "modfix": "module + gc.freeze() (fix)"}
+         "playbook": "module (ansible-playbook)"}
 
 
 def venv_site_packages():
@@ -118,13 +117,12 @@ def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
     if wid == "rule2":
         env.update(KUBECTL=KUBECTL, INTERVAL="1", MAX_TRIES=str(poll_tries or max(1, int(timeout) + 1)))
         return Child(wid, ["bash", os.path.join(HERE, "rule2.sh")], env, REPO, workdir)
-    if wid in ("module", "modfix"):
+    if wid == "module":
         args = os.path.join(workdir, f"{wid}-args.json")
         with open(args, "w") as f:
             json.dump({"ANSIBLE_MODULE_ARGS": {"kubeconfig": kubeconfig, "nodes": list(nodes),
                                                "timeout": int(timeout), "wait": True}}, f)
-        script = MODULE if wid == "module" else os.path.join(HERE, "module_gc_freeze.py")
-        return Child(wid, [os.path.join(VENV_BIN, "python"), script, args], module_env(), REPO, workdir)
+        return Child(wid, [os.path.join(VENV_BIN, "python"), MODULE, args], module_env(), REPO, workdir)
     if wid == "playbook":
         vars_path = os.path.join(workdir, "playbook-vars.json")
         with open(vars_path, "w") as f:
@@ -143,7 +141,7 @@ def outcome(child, special_node=None):
     """{ready: bool, rc, named: bool|None, stats: dict|None, msg}"""
     out, err = child.output()
     res = {"rc": child.rc, "ready": child.rc == 0, "named": None, "stats": None, "msg": ""}
-    if child.wid in ("module", "modfix"):
+    if child.wid == "module":
         try:
             data = json.loads(out[out.index("{"):])
         except ValueError:
@@ -162,6 +160,6 @@ def outcome(child, special_node=None):
         res["stats"] = task.get("wait_stats")
     else:
         res["msg"] = (out + err).strip()[-300:]
-    if special_node and not res["ready"] and child.wid in ("module", "playbook", "modfix"):
+    if special_node and not res["ready"] and child.wid in ("module", "playbook"):
         res["named"] = special_node in (res["msg"] or out)
     return res

@@ -34,7 +34,7 @@ def test_bench_smoke(tmp_path):
     assert {"chunks", "generation", "stale", "no-driver"} <= {k for k, _ in kinds}, (kinds, results["notes"])
     for p in passes:
         assert not p["publisher_errors"], p["publisher_errors"]
-        for w in ("module", "playbook", "modfix"):
+        for w in ("module", "playbook"):
             res = p["waiters"][w]
             assert not res["false_ready"], (p["scenario"], w, res)
             if p["kind"] == "no-driver":
@@ -42,4 +42,4 @@ def test_bench_smoke(tmp_path):
             else:
                 assert res["ready"] and res["latency"] is not None, (p["scenario"], w, res)
     # the comparison rules are exercised too (their false readies are measured, not asserted)
-    assert all(set(p["waiters"]) == {"rule1", "rule2", "module", "playbook", "modfix"} for p in passes)
+    assert all(set(p["waiters"]) == {"rule1", "rule2", "module", "playbook"} for p in passes)

@@ -1,5 +1,7 @@
 """The role against clusters that differ from the default: node topologies, incompatible nodes,
 the DRAConsumableCapacity gate off, an old container runtime."""
+import os
+
 import pytest
 
 from ansible_run import run_playbook
@@ -112,3 +114,40 @@ def test_ignored_checks_become_warnings(gate_off_cluster):
     severities = {(f["check"], f.get("node")): f["severity"] for f in findings}
     assert severities[("feature_gate", None)] == "warning"
     assert severities[("container_runtime", "node02")] == "warning"
+
+
+# Kubernetes 1.35.x: an extended target outside CI. Its control plane is built only on request
+# (`make build-1.35`, ~20 min on 2 cores); once it is cached these tests run with the suite.
+K8S_135 = "v1.35.4"
+K8S_CACHE = os.path.abspath(os.environ.get("CLUSTER_CACHE_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kubevirtci-dra-cpu"))
+built_135 = pytest.mark.skipif(
+    not os.path.isfile(os.path.join(K8S_CACHE, "kubernetes", K8S_135, ".complete")),
+    reason=f"Kubernetes {K8S_135} is not built here (make build-1.35)")
+
+
+@pytest.fixture(scope="module")
+def cluster_135(cluster_factory):
+    return cluster_factory("k8s-1.35", CLUSTER_K8S_VERSION=K8S_135)
+
+
+@built_135
+def test_kubernetes_135_is_the_version_finding_and_nothing_is_installed(cluster_135):
+    r = run_playbook(cluster_135, "install")
+    assert r.rc != 0
+    pre = r.result("Check the cluster's prerequisites")
+    assert pre["server_version"] == K8S_135, pre
+    version = [f for f in pre["findings"] if f["check"] == "server_version"][0]
+    assert version["severity"] == "error" and version["observed"] == K8S_135, version
+    msg = " ".join(r.failure_messages())
+    assert "server_version" in msg and "1.35.4" in msg and "1.36" in msg, msg
+    from kubernetes import client
+    names = [n.metadata.name for n in client.CoreV1Api(cluster_135.api_client).list_namespace().items]
+    assert "dra-driver-cpu" not in names
+
+
+@built_135
+def test_kubernetes_135_in_check_mode_reports_the_same(cluster_135):
+    r = run_playbook(cluster_135, "install", check=True)
+    assert r.rc != 0
+    assert any("server_version" in m and "1.35.4" in m for m in r.failure_messages()), r
