@@ -36,6 +36,8 @@ description:
     that many CPUs.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - kubevirtci.dra_cpu.read_only
+  - kubevirtci.dra_cpu.read_only.cluster
 options:
   driver:
     description: The DRA driver name (C(spec.driver) of its slices).
@@ -80,16 +82,6 @@ options:
     description: Log lines of each failing node's driver pod to show on timeout.
     type: int
     default: 20
-attributes:
-  check_mode:
-    support: full
-    description: Runs the same in check mode; it only reads.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
-requirements:
-  - kubernetes >= 24.2.0
-  - PyYAML >= 3.11
 seealso:
   - module: kubevirtci.dra_cpu.preflight
 """

@@ -26,12 +26,14 @@ description:
     O(skip_incompatible_nodes). Only reads; never reports a change.
   - "A missing permission gives a message naming the verb and the resource, for example
     C(permission denied: cannot get nodes/proxy)."
-  - With O(namespace), also reports what is installed already (RV(installed)): whether the namespace
-    exists with the Pod Security labels, and the newest revision of helm release O(release_name)
-    (status and chart version, read from helm's release Secret; the release's values are never
-    returned). The role uses it to skip the writes and fetches a re-run does not need.
+  - With O(namespace), also reports what is installed already (RV(installed)), that is whether the
+    namespace exists with the Pod Security labels, and the newest revision of helm release
+    O(release_name) (status and chart version, read from helm's release Secret; the release's values
+    are never returned). The role uses it to skip the writes and fetches a re-run does not need.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - kubevirtci.dra_cpu.read_only
+  - kubevirtci.dra_cpu.read_only.cluster
 options:
   min_version:
     description: Oldest Kubernetes version accepted without further proof.
@@ -92,16 +94,6 @@ options:
       - The chart reference to be installed; with O(chart_version) it decides RV(installed.chart_fetch_needed).
     type: str
     default: ''
-attributes:
-  check_mode:
-    support: full
-    description: Runs the same in check mode; it only reads.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
-requirements:
-  - kubernetes >= 24.2.0
-  - PyYAML >= 3.11
 seealso:
   - module: kubevirtci.dra_cpu.cpu_topology
 """

@@ -133,13 +133,8 @@ options:
         C(K8S_AUTH_KUBECONFIG)/C(KUBECONFIG)/C(~/.kube/config) names, if it exists). Role variable C(dra_cpu_context).
     type: str
     default: ''
-attributes:
-  check_mode:
-    support: full
-    description: Runs the same in check mode; it never changes anything.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
+extends_documentation_fragment:
+  - kubevirtci.dra_cpu.read_only
 notes:
   - Runs on the controller's Python; needs no Kubernetes library.
 """
