@@ -38,13 +38,19 @@ def release_selector(release_name):
 
 
 def namespace_state(name, obj):
-    """``{name, exists, labels, psa_labels_ok}`` from a Namespace object (None: it does not exist)."""
-    labels = dict(((obj or {}).get("metadata") or {}).get("labels") or {})
+    """``{name, exists, terminating, labels, psa_labels_ok}`` from a Namespace object (None: it does
+    not exist). A terminating namespace takes no new objects: the caller waits until it is gone."""
+    metadata = (obj or {}).get("metadata") or {}
+    labels = dict(metadata.get("labels") or {})
+    terminating = obj is not None and bool(
+        metadata.get("deletionTimestamp") or ((obj.get("status") or {}).get("phase") == "Terminating"))
     return {
         "name": name,
         "exists": obj is not None,
+        "terminating": terminating,
         "labels": labels,
-        "psa_labels_ok": obj is not None and all(labels.get(k) == v for k, v in PSA_LABELS.items()),
+        "psa_labels_ok": obj is not None and not terminating
+        and all(labels.get(k) == v for k, v in PSA_LABELS.items()),
     }
 
 

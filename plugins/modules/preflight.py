@@ -215,10 +215,12 @@ installed:
       type: str
       returned: when not readable
     namespace:
-      description: C(name), C(exists), C(labels), and C(psa_labels_ok) (the three privileged Pod Security labels are set).
+      description:
+        - C(name), C(exists), C(terminating) (being deleted), C(labels), and C(psa_labels_ok) (the three
+          privileged Pod Security labels are set and it is not terminating).
       type: dict
       returned: when readable
-      sample: {name: dra-driver-cpu, exists: true, labels: {}, psa_labels_ok: false}
+      sample: {name: dra-driver-cpu, exists: true, terminating: false, labels: {}, psa_labels_ok: false}
     release:
       description: The newest revision of O(release_name) ({} when there is none).
       type: dict
@@ -274,7 +276,8 @@ def read_installed(api, params):
     try:
         namespace = installed.namespace_state(params["namespace"], api.get_namespace(params["namespace"]))
         release = {}
-        if params["release_name"] and namespace["exists"]:
+        # a terminating namespace takes its release with it: the role waits and installs afresh
+        if params["release_name"] and namespace["exists"] and not namespace["terminating"]:
             secrets = api.list_secrets(params["namespace"], installed.release_selector(params["release_name"]))
             release = installed.release_state(params["release_name"], secrets)
     except KubeRequestError as exc:

@@ -151,3 +151,21 @@ def test_kubernetes_135_in_check_mode_reports_the_same(cluster_135):
     r = run_playbook(cluster_135, "install", check=True)
     assert r.rc != 0
     assert any("server_version" in m and "1.35.4" in m for m in r.failure_messages()), r
+
+
+@built_135
+def test_kubernetes_135_with_the_gate_on_is_a_warning_and_installs(cluster_factory):
+    """What README's preflight section promises for 1.34/1.35: the gate shown on turns the version
+    finding into a warning, and the real 1.35 scheduler allocates a claim from the grouped devices."""
+    c = cluster_factory("k8s-1.35-gate-on", CLUSTER_K8S_VERSION=K8S_135,
+                        CLUSTER_FEATURE_GATES="DRAConsumableCapacity=true", CLUSTER_SLICE_DELETE_DELAY=3)
+    r = run_playbook(c, "install")
+    assert r.rc == 0, r
+    version = [f for f in r.result("Check the cluster's prerequisites")["findings"]
+               if f["check"] == "server_version"][0]
+    assert version["severity"] == "warning" and "DRAConsumableCapacity" in version["message"], version
+    assert r.fact("dra_cpu_topology")["max_vm_host_cpus"] == 6
+    v = run_playbook(c, "verify")
+    assert v.rc == 0, v
+    text = " ".join(str(res.get("msg", "")) for _, res in v.tasks())
+    assert "node01" in text and "cpudevnuma001" in text, text

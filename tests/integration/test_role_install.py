@@ -229,6 +229,21 @@ def test_uninstall_keeps_a_namespace_it_did_not_create(cluster):
         core.delete_namespace(NS)
 
 
+def test_install_right_after_the_namespace_was_deleted_waits_and_recreates_it(cluster):
+    from kubernetes import client
+    install(cluster)
+    core = client.CoreV1Api(cluster.api_client)
+    core.delete_namespace(NS)   # returns at once; the namespace is Terminating while its objects go
+    assert core.read_namespace(NS).status.phase == "Terminating"
+    r = install(cluster)
+    assert r.result("Check the cluster's prerequisites")["installed"]["namespace"]["terminating"] is True
+    assert not r.result("Wait for namespace").get("skipped"), r
+    ns = core.read_namespace(NS)
+    assert ns.status.phase == "Active"
+    assert ns.metadata.labels["app.kubernetes.io/managed-by"] == "kubevirtci.dra_cpu"
+    assert r.fact("dra_cpu_topology")["max_vm_host_cpus"] == 6
+
+
 def test_verify_allocates_a_claim_of_max_vm_host_cpus(cluster):
     install(cluster)
     r = run_playbook(cluster, "verify")

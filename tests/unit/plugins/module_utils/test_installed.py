@@ -29,8 +29,8 @@ def helm_secret(name, revision, status, chart="dra-driver-cpu", version="0.3.0",
 
 
 def test_namespace_state():
-    assert installed.namespace_state("ns", None) == {"name": "ns", "exists": False, "labels": {},
-                                                     "psa_labels_ok": False}
+    assert installed.namespace_state("ns", None) == {"name": "ns", "exists": False, "terminating": False,
+                                                     "labels": {}, "psa_labels_ok": False}
     partial = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
     assert installed.namespace_state("ns", partial)["psa_labels_ok"] is False
     assert installed.namespace_state("ns", {"metadata": {}})["exists"] is True
@@ -38,6 +38,16 @@ def test_namespace_state():
     assert ok["exists"] is True and ok["psa_labels_ok"] is True and ok["labels"]["other"] == "x"
     wrong = {"metadata": {"labels": dict(PSA, **{"pod-security.kubernetes.io/warn": "baseline"})}}
     assert installed.namespace_state("ns", wrong)["psa_labels_ok"] is False
+    assert ok["terminating"] is False
+
+
+@pytest.mark.parametrize("obj", [
+    {"metadata": {"labels": PSA, "deletionTimestamp": "2026-11-30T10:00:00Z"}},
+    {"metadata": {"labels": PSA}, "status": {"phase": "Terminating"}},
+])
+def test_terminating_namespace(obj):
+    state = installed.namespace_state("ns", obj)
+    assert state["exists"] is True and state["terminating"] is True and state["psa_labels_ok"] is False
 
 
 def test_release_state_picks_the_newest_revision_by_number():

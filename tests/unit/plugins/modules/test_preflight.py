@@ -176,7 +176,8 @@ def test_installed_on_an_empty_cluster():
     assert failed is False
     assert result["installed"] == {
         "readable": True, "chart_fetch_needed": True, "release": {},
-        "namespace": {"name": "dra-driver-cpu", "exists": False, "labels": {}, "psa_labels_ok": False}}
+        "namespace": {"name": "dra-driver-cpu", "exists": False, "terminating": False, "labels": {},
+                      "psa_labels_ok": False}}
     # no namespace, so no release lookup
     assert "/api/v1/namespaces/dra-driver-cpu/secrets" not in cluster.paths()
 
