@@ -237,7 +237,7 @@ def test_install_right_after_the_namespace_was_deleted_waits_and_recreates_it(cl
     assert core.read_namespace(NS).status.phase == "Terminating"
     r = install(cluster)
     assert r.result("Check the cluster's prerequisites")["installed"]["namespace"]["terminating"] is True
-    assert not r.result("Wait for namespace").get("skipped"), r
+    assert not r.result("Wait until this terminating namespace is gone").get("skipped"), r
     ns = core.read_namespace(NS)
     assert ns.status.phase == "Active"
     assert ns.metadata.labels["app.kubernetes.io/managed-by"] == "kubevirtci.dra_cpu"
