@@ -429,3 +429,47 @@ def chart_values_for(settings):
         cpu_device_mode=settings.get("cpu_device_mode", "grouped"),
         user_values=settings.get("chart_values") or {},
     )
+
+
+def argument_spec():
+    """The options of kubevirtci.dra_cpu.validate (module and action plugin)."""
+    return dict(
+        reserved_cpus=dict(type="str", default=""),
+        group_by=dict(type="str", default=""),
+        cpu_device_mode=dict(type="str", default="grouped"),
+        chart=dict(type="str"),
+        chart_version=dict(type="str"),
+        namespace=dict(type="str"),
+        release_name=dict(type="str"),
+        helm_timeout=dict(type="raw"),
+        topology_timeout=dict(type="raw"),
+        uninstall_timeout=dict(type="raw"),
+        helm_version=dict(type="str"),
+        helm_mirror=dict(type="str"),
+        helm_mirror_allow_http=dict(type="bool", default=False),
+        helm_binary=dict(type="str", default=""),
+        num_vcpu=dict(type="raw"),
+        num_numa_nodes=dict(type="raw"),
+        chart_values=dict(type="raw", default={}),
+        preflight_ignore=dict(type="raw", default=[]),
+        state=dict(type="str", default="present"),
+        min_cell_cpus=dict(type="raw"),
+        kubeconfig=dict(type="str", default=""),
+        context=dict(type="str", default=""),
+    )
+
+
+def validation_result(params):
+    """The validate result for checked ``params``: ``failed`` with ``msg`` and ``errors``, or the
+    normalised settings and the chart values."""
+    settings, errors = validate_inputs(params)
+    if errors:
+        return {"failed": True, "msg": "%d invalid input(s): %s" % (len(errors), "; ".join(errors)),
+                "errors": errors}
+    return {
+        "changed": False,
+        "settings": settings,
+        "chart_values": chart_values_for(settings),
+        "values_key": settings["values_key"],
+        "supports_node_affinity": settings["supports_node_affinity"],
+    }

@@ -263,54 +263,19 @@ errors:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.inputs import (
-    chart_values_for,
-    validate_inputs,
+    argument_spec,
+    validation_result,
 )
 
 
-def argument_spec():
-    return dict(
-        reserved_cpus=dict(type="str", default=""),
-        group_by=dict(type="str", default=""),
-        cpu_device_mode=dict(type="str", default="grouped"),
-        chart=dict(type="str"),
-        chart_version=dict(type="str"),
-        namespace=dict(type="str"),
-        release_name=dict(type="str"),
-        helm_timeout=dict(type="raw"),
-        topology_timeout=dict(type="raw"),
-        uninstall_timeout=dict(type="raw"),
-        helm_version=dict(type="str"),
-        helm_mirror=dict(type="str"),
-        helm_mirror_allow_http=dict(type="bool", default=False),
-        helm_binary=dict(type="str", default=""),
-        num_vcpu=dict(type="raw"),
-        num_numa_nodes=dict(type="raw"),
-        chart_values=dict(type="raw", default={}),
-        preflight_ignore=dict(type="raw", default=[]),
-        state=dict(type="str", default="present"),
-        min_cell_cpus=dict(type="raw"),
-        kubeconfig=dict(type="str", default=""),
-        context=dict(type="str", default=""),
-    )
-
-
 def main():
+    # the role's runs on localhost take the action plugin of the same name (no module process);
+    # this module runs where the connection is not local
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    settings, errors = validate_inputs(module.params)
-    if errors:
-        module.fail_json(
-            msg="%d invalid input(s): %s" % (len(errors), "; ".join(errors)),
-            errors=errors,
-        )
-    values = chart_values_for(settings)
-    module.exit_json(
-        changed=False,
-        settings=settings,
-        chart_values=values,
-        values_key=settings["values_key"],
-        supports_node_affinity=settings["supports_node_affinity"],
-    )
+    result = validation_result(module.params)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Action plugin for kubevirtci.dra_cpu.validate.
+
+The validation is pure Python and reads at most two local files (the kubeconfig's context names,
+the helm binary's mode), so on a local connection it runs right here in the controller's worker:
+no module process, no payload to build, about a second less per role run on a small host. On any
+other connection the paths name files on the target, so the module runs there as usual.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.inputs import (
+    argument_spec,
+    validation_result,
+)
+
+MODULE = "kubevirtci.dra_cpu.validate"
+
+
+def run_local(args):
+    """The module's result for task ``args``, computed in this process."""
+    checked = ArgumentSpecValidator(argument_spec()).validate(dict(args or {}))
+    if checked.error_messages:
+        return {"failed": True, "msg": "; ".join(checked.error_messages)}
+    return validation_result(checked.validated_parameters)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(argument_spec())
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        if self._connection.transport != "local":
+            result.update(self._execute_module(module_name=MODULE, module_args=self._task.args,
+                                               task_vars=task_vars))
+            return result
+        result.update(run_local(self._task.args))
+        return result
