@@ -1,6 +1,6 @@
 """Offline CPU profile of cpu_topology's wait at 1000 nodes x 8 cells (no cluster: a fake API replays
-the slices as one list + 1000 ADDED watch events), as-is and with the incremental completeness check
-suggested in bench/results.md. Load-independent CPU numbers for the latency finding at 1000 nodes.
+the slices as one list + 1000 ADDED watch events). Load-independent CPU numbers for the latency at
+1000 nodes: the wait itself, and what comes after it (topology, table, sizing).
 
     .venv/bin/python bench/diag/offline_1000.py [--nodes 1000] [--cells 8] [--profile out.txt]
 """
@@ -42,56 +42,14 @@ class FakeApi:
         return True
 
 
-def incremental_patch():
-    """The suggested fix, as a monkeypatch: per-node completeness updated per event, O(1) _done()."""
-    orig_list, orig_apply = W.SliceWaiter._list, W.SliceWaiter._apply
-
-    def refresh(self, node):
-        mine = [s for s in self._by_node.get(node, {}).values()]
-        pool = T.pools_by_node(T.group_pools(mine, self.driver)).get(node)
-        if node in self.targets and not (pool and pool["complete"]):
-            self._pending.add(node)
-        else:
-            self._pending.discard(node)
-
-    def _list(self):
-        orig_list(self)
-        self._by_node = {}
-        for k, s in self.slices.items():
-            self._by_node.setdefault(T.slice_node(s), {})[k] = s
-        self._pending = set(self.targets)
-        for n in list(self._pending):
-            refresh(self, n)
-
-    def _apply(self, event):
-        action = orig_apply(self, event)
-        obj = event.get("object") or {}
-        node = T.slice_node(obj)
-        key = W._key(obj)
-        if event.get("type") in ("ADDED", "MODIFIED"):
-            self._by_node.setdefault(node, {})[key] = obj
-        elif event.get("type") == "DELETED":
-            self._by_node.get(node, {}).pop(key, None)
-        if node:
-            refresh(self, node)
-        return action
-
-    W.SliceWaiter._list = _list
-    W.SliceWaiter._apply = _apply
-    W.SliceWaiter._done = lambda self: not self._pending
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--cells", type=int, default=8)
-    ap.add_argument("--incremental", action="store_true")
     ap.add_argument("--profile")
     a = ap.parse_args()
     sc = timeline.build("spread", a.nodes, a.cells, 1)
     slices = [e.body for e in sorted(sc.events, key=lambda e: e.t)]
-    if a.incremental:
-        incremental_patch()
     params = {"driver": "dra.cpu", "nodes": sc.targets, "namespace": "x", "pod_selector": "x", "wait": True,
               "timeout": 600, "expected_cells_per_node": None, "expected_cpus_per_node": None,
               "reserved_cpus": "", "min_cell_cpus": None, "log_lines": 0}
@@ -117,7 +75,7 @@ def main():
         with open(a.profile, "w") as f:
             f.write(prof.output_text(unicode=False, color=False, show_all=False))
     assert failure is None and not result["pending_nodes"], failure
-    print(f"{a.nodes} nodes x {a.cells} cells, {'incremental' if a.incremental else 'as-is'}: "
+    print(f"{a.nodes} nodes x {a.cells} cells, "
           f"wait (1000 events) CPU {marks['wait_cpu']:.2f} s, after-wait (topology, table, sizing) CPU "
           f"{total - marks['wait_cpu']:.2f} s, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
