@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """What is installed already: the release namespace and the helm release (pure functions).
 
-The role needs both before it writes anything: whether the namespace exists and carries the Pod
-Security labels, and the release's status (a ``pending-*`` one must be recovered first) and chart
+The role needs both before it writes anything: whether the namespace exists and carries the labels
+it must have (the role's Pod Security labels), and the release's status (a ``pending-*`` one must be recovered first) and chart
 version (an unchanged pinned version needs no second chart fetch). Reading them here, inside the
 preflight module's one process, saves the role three module starts on every run.
 
@@ -23,11 +23,6 @@ import binascii
 import gzip
 import json
 
-PSA_LABELS = {
-    "pod-security.kubernetes.io/enforce": "privileged",
-    "pod-security.kubernetes.io/warn": "privileged",
-    "pod-security.kubernetes.io/audit": "privileged",
-}
 RELEASE_SECRET_TYPE = "helm.sh/release.v1"
 GZIP_MAGIC = b"\x1f\x8b\x08"
 
@@ -37,9 +32,10 @@ def release_selector(release_name):
     return "owner=helm,name=%s" % release_name
 
 
-def namespace_state(name, obj):
-    """``{name, exists, terminating, labels, psa_labels_ok}`` from a Namespace object (None: it does
-    not exist). A terminating namespace takes no new objects: the caller waits until it is gone."""
+def namespace_state(name, obj, want_labels=None):
+    """``{name, exists, terminating, labels, labels_ok}`` from a Namespace object (None: it does not
+    exist); ``labels_ok``: it carries every label of ``want_labels`` with that value. A terminating
+    namespace takes no new objects: the caller waits until it is gone."""
     metadata = (obj or {}).get("metadata") or {}
     labels = dict(metadata.get("labels") or {})
     terminating = obj is not None and bool(
@@ -49,8 +45,8 @@ def namespace_state(name, obj):
         "exists": obj is not None,
         "terminating": terminating,
         "labels": labels,
-        "psa_labels_ok": obj is not None and not terminating
-        and all(labels.get(k) == v for k, v in PSA_LABELS.items()),
+        "labels_ok": obj is not None and not terminating
+        and all(labels.get(k) == v for k, v in (want_labels or {}).items()),
     }
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import installed
 
-PSA = dict(installed.PSA_LABELS)
+PSA = {"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged",
+       "pod-security.kubernetes.io/audit": "privileged"}
 
 
 def helm_secret(name, revision, status, chart="dra-driver-cpu", version="0.3.0", compress=True, data=None):
@@ -29,15 +30,18 @@ def helm_secret(name, revision, status, chart="dra-driver-cpu", version="0.3.0",
 
 
 def test_namespace_state():
-    assert installed.namespace_state("ns", None) == {"name": "ns", "exists": False, "terminating": False,
-                                                     "labels": {}, "psa_labels_ok": False}
+    assert installed.namespace_state("ns", None, PSA) == {"name": "ns", "exists": False, "terminating": False,
+                                                          "labels": {}, "labels_ok": False}
     partial = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
-    assert installed.namespace_state("ns", partial)["psa_labels_ok"] is False
-    assert installed.namespace_state("ns", {"metadata": {}})["exists"] is True
-    ok = installed.namespace_state("ns", {"metadata": {"labels": dict(PSA, other="x")}})
-    assert ok["exists"] is True and ok["psa_labels_ok"] is True and ok["labels"]["other"] == "x"
+    assert installed.namespace_state("ns", partial, PSA)["labels_ok"] is False
+    assert installed.namespace_state("ns", {"metadata": {}}, PSA)["exists"] is True
+    ok = installed.namespace_state("ns", {"metadata": {"labels": dict(PSA, other="x")}}, PSA)
+    assert ok["exists"] is True and ok["labels_ok"] is True and ok["labels"]["other"] == "x"
     wrong = {"metadata": {"labels": dict(PSA, **{"pod-security.kubernetes.io/warn": "baseline"})}}
-    assert installed.namespace_state("ns", wrong)["psa_labels_ok"] is False
+    assert installed.namespace_state("ns", wrong, PSA)["labels_ok"] is False
+    # no labels asked for: an existing namespace is fine, a missing one is not
+    assert installed.namespace_state("ns", {"metadata": {}})["labels_ok"] is True
+    assert installed.namespace_state("ns", None)["labels_ok"] is False
     assert ok["terminating"] is False
 
 
@@ -46,8 +50,8 @@ def test_namespace_state():
     {"metadata": {"labels": PSA}, "status": {"phase": "Terminating"}},
 ])
 def test_terminating_namespace(obj):
-    state = installed.namespace_state("ns", obj)
-    assert state["exists"] is True and state["terminating"] is True and state["psa_labels_ok"] is False
+    state = installed.namespace_state("ns", obj, PSA)
+    assert state["exists"] is True and state["terminating"] is True and state["labels_ok"] is False
 
 
 def test_release_state_picks_the_newest_revision_by_number():

@@ -177,7 +177,7 @@ def test_installed_on_an_empty_cluster():
     assert result["installed"] == {
         "readable": True, "chart_fetch_needed": True, "release": {},
         "namespace": {"name": "dra-driver-cpu", "exists": False, "terminating": False, "labels": {},
-                      "psa_labels_ok": False}}
+                      "labels_ok": False}}
     # no namespace, so no release lookup
     assert "/api/v1/namespaces/dra-driver-cpu/secrets" not in cluster.paths()
 
@@ -191,9 +191,9 @@ def test_installed_release_deployed_at_the_pinned_version():
             helm_secret("dra-driver-cpu", 1, "superseded", version="0.2.0"),
             helm_secret("dra-driver-cpu", 2, "deployed")]},
     })
-    result, failed = run_module(preflight, _installed_args(), cluster)
+    result, failed = run_module(preflight, _installed_args(namespace_labels=labels), cluster)
     inst = result["installed"]
-    assert inst["namespace"]["psa_labels_ok"] is True
+    assert inst["namespace"]["labels_ok"] is True
     assert inst["release"] == {"name": "dra-driver-cpu", "revision": 2, "status": "deployed",
                                "chart": "dra-driver-cpu", "chart_version": "0.3.0"}
     assert inst["chart_fetch_needed"] is False
