@@ -15,7 +15,7 @@ SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude 
 	--exclude bench/ --exclude hack/
 
 .PHONY: build-1.35 build-1.37 newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
-        integration molecule docs-check bench clean
+        integration molecule docs-check bench clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
 	@hack/setup.sh
@@ -81,7 +81,11 @@ newest: deps                ## the newest Ansible (ansible 14 / ansible-core 2.2
 	.venv-newest/bin/python -m pytest -q -p no:cacheprovider \
 	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
 
-test: unit sanity lint integration molecule newest  ## everything CI runs
+test: deps                  ## everything CI runs, stage by stage, with each stage's wall time at the end
+	@hack/stages.sh unit sanity lint integration molecule newest
+
+check: deps                 ## quick feedback: unit + sanity + lint (no cluster)
+	@hack/stages.sh unit sanity lint
 
 bench: build                ## benchmark vs the shell installer's waiting rule -> bench/results.md
 	$(PY) bench/run.py
