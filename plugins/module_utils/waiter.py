@@ -4,7 +4,7 @@
 
 ``SliceWaiter.wait`` lists ResourceSlices with the field selector
 ``spec.driver=<driver>`` and watches from the list's resourceVersion until
-every target node has a complete pool (see topology.pool_progress). It
+every target node has a complete pool (see slice_pools.pool_progress). It
 re-lists only when the server says the resourceVersion is too old (410 Gone)
 and reconnects the watch (from the last resourceVersion seen) after a
 connection error or a server-side watch timeout, all within the deadline.
@@ -26,7 +26,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.slice_pools import (
     DEFAULT_DRIVER,
     pool_progress,
     slice_node,
