@@ -32,7 +32,7 @@ cluster-down: deps          ## stop it and remove everything it started
 cluster-status: deps
 	@$(CLUSTER) status
 
-demo: deps                  ## main job: install into $$KUBECONFIG, or into a local test cluster if none
+demo: deps                  ## main job: bring up the local test cluster and install into it (nothing else is read)
 	@hack/demo.sh
 
 unit: deps                  ## pytest unit tests (no cluster)
