@@ -14,7 +14,7 @@ K8S_CACHE := $(or $(CLUSTER_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ku
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: build-1.35 build-1.37 newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: build-1.35 build-1.37 build-helm-old newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration molecule docs-check bench clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
@@ -22,6 +22,10 @@ deps:                       ## Debian packages, .venv, collection symlink (idemp
 
 build: deps                 ## real etcd, helm, kube-* binaries (cached by version outside the checkout)
 	@tests/cluster/build.sh all >/dev/null
+	@tests/cluster/build.sh helm-old >/dev/null
+
+build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
+	tests/cluster/build.sh helm-old
 
 cluster-up: build           ## start the hermetic test cluster (idempotent)
 	@$(CLUSTER) up
@@ -32,7 +36,7 @@ cluster-down: deps          ## stop it and remove everything it started
 cluster-status: deps
 	@$(CLUSTER) status
 
-demo: deps                  ## main job: install into $$KUBECONFIG, or into a local test cluster if none
+demo: deps                  ## main job: bring up the local test cluster and install into it (nothing else is read)
 	@hack/demo.sh
 
 unit: deps                  ## pytest unit tests (no cluster)

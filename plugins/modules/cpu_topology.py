@@ -225,14 +225,12 @@ wait_stats:
 
 import gc
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as topo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_table import render_table
@@ -357,7 +355,7 @@ def run(api, params, reserved, clock=None, sleep=None):
 
 def main():
     module = AnsibleK8SModule(
-        module_class=AnsibleModule,
+        module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
         argument_spec=argument_spec(),
         supports_check_mode=True,
     )
