@@ -101,7 +101,7 @@ def goals(results):
         rss = wvals(big, "module", "maxrss_mib")
         cpu = wvals(big, "module", "cpu_s")
         ok = (med(lat) is not None and max(x for x in lat if x is not None) <= GOAL_1000_LATENCY
-              and all(x is not None for x in lat) and max(rss) <= GOAL_RSS)
+              and all(x is not None for x in lat) and all(x is not None for x in rss) and max(rss) <= GOAL_RSS)
         rows.append(("1000 nodes x 8 cells: module returns <= 2 s after the last slice; peak RSS <= 150 MiB",
                      f"latency {fmt(lat, ' s')} (max {max(x for x in lat if x is not None) if any(x is not None for x in lat) else float('nan'):.2f} s); "
                      f"peak RSS {fmt(rss, ' MiB', 1)}; CPU {fmt(cpu, ' s')}", ok))

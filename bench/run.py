@@ -99,7 +99,8 @@ def run_pass(cl, sc, reps_idx, workdir, lead, ready_timeout, who=waiters.ALL, pr
              "requests": flows.get(f"dracpu-bench-{w}", 0), "msg": o["msg"][-600:]}
         if c.rusage is not None:
             r["cpu_s"] = round(c.rusage.ru_utime + c.rusage.ru_stime, 3)
-            r["maxrss_mib"] = round(c.rusage.ru_maxrss / 1024.0, 1)
+        rss = c.peak_rss_kib()          # the waiter's own peak (GNU time), not wait4's (see waiters.py)
+        r["maxrss_mib"] = round(rss / 1024.0, 1) if rss is not None else None
         if not finished[w]:
             r["ready"] = False
             r["msg"] = "killed: did not return before the pass deadline"

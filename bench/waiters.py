@@ -5,8 +5,13 @@
   module    python plugins/modules/cpu_topology.py args.json (direct module run)
   playbook  ansible-playbook bench/wait_topology.yml (the module through Ansible)
 
-Return time = when the bench reaps the child (os.wait4 in a thread per child, time.time()); the
-child's rusage (CPU seconds, peak RSS) comes from the same wait4.
+Return time = when the bench reaps the child (os.wait4 in a thread per child, time.time()); CPU
+seconds come from the same wait4. Peak memory does not: on Linux a process that execs keeps the
+peak RSS of the copy of its parent it was forked as, so wait4's ru_maxrss of any child of this
+(large) benchmark process is at least the benchmark's own size. Every waiter therefore runs under
+GNU time (``/usr/bin/time -f %M``, a 2 MiB C program): time forks the waiter from its own small
+image and writes the waiter's own peak RSS (the largest of its process tree: bash + kubectl for
+the rules, ansible-playbook's largest process for the playbook) to ``<wid>.rss``.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ VENV_BIN = os.path.join(VENV, "bin")
 KUBECTL = os.path.join(VENV_BIN, "kubectl")
 MODULE = os.path.join(REPO, "plugins", "modules", "cpu_topology.py")
 PLAYBOOK = os.path.join(HERE, "wait_topology.yml")
+GNU_TIME = "/usr/bin/time"
 
 ALL = ("rule1", "rule2", "module", "playbook")
 CORE = ALL
@@ -69,10 +75,13 @@ class Child:
         self.end = None
         self.rc = None
         self.rusage = None
+        self.rss_path = os.path.join(workdir, f"{wid}.rss")
+        if os.path.exists(self.rss_path):
+            os.unlink(self.rss_path)
         self._out = open(self.out_path, "w")
         self._err = open(self.err_path, "w")
         self.start = time.time()
-        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=self._out, stderr=self._err,
+        self.proc = subprocess.Popen(measured(argv, self.rss_path), env=env, cwd=cwd, stdout=self._out, stderr=self._err,
                                      start_new_session=True)
         self.thread = threading.Thread(target=self._reap, daemon=True)
         self.thread.start()
@@ -97,12 +106,32 @@ class Child:
             return False
         return True
 
+    def peak_rss_kib(self):
+        """The waiter's own peak RSS in KiB (GNU time's %M), None when it was killed before writing it."""
+        return read_peak_rss(self.rss_path)
+
     def output(self):
         with open(self.out_path, errors="replace") as f:
             out = f.read()
         with open(self.err_path, errors="replace") as f:
             err = f.read()
         return out, err
+
+
+def measured(argv, rss_path):
+    """``argv`` under GNU time, which writes the peak RSS (KiB) of argv's process tree to rss_path."""
+    if not os.access(GNU_TIME, os.X_OK):
+        raise RuntimeError(f"{GNU_TIME} is missing (Debian package time; make deps installs it)")
+    return [GNU_TIME, "-q", "-f", "%M", "-o", rss_path, "--"] + list(argv)
+
+
+def read_peak_rss(path):
+    try:
+        with open(path) as f:
+            lines = [line.strip() for line in f if line.strip()]
+        return int(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
 
 
 def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
