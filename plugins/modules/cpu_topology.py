@@ -228,12 +228,9 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_table import render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.waiter import (
-    SliceWaiter,
-    driver_nodes,
-    pending_report,
-    timeout_message,
-)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import driver_nodes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.pod_diagnostics import pending_report, timeout_message
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.waiter import SliceWaiter
 
 
 def argument_spec():

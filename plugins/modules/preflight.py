@@ -1,6 +1,9 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
+# The preflight module: its options, documentation and exit. What it reads and in which order is in
+# module_utils/preflight_gather.py; the rules in preflight_rules.py and preflight_nodes.py; the
+# report text in preflight_report.py.
 
 from __future__ import absolute_import, division, print_function
 
@@ -203,6 +206,14 @@ node_affinity:
       (C(kubernetes.io/hostname NotIn [...])); {} when none is skipped.
   returned: always
   type: dict
+report:
+  description:
+    - The report as lines of text, one per finding after a header line, then one per node the driver is
+      kept off; the role prints it. When preflight could not check at all, one line saying why.
+  returned: always
+  type: list
+  elements: str
+  sample: ["Preflight: 0 error(s), 0 warning(s); checked nodes: node01", "[OK] server_version: Kubernetes v1.36.3"]
 installed:
   description:
     - What is installed in O(namespace) already. V(readable=false) (with V(error)) when it could not be
@@ -249,11 +260,13 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import 
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_nodes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart_values import supports_node_affinity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import installed
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight_gather import run_checks
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import parse_version
 
 
@@ -262,7 +275,7 @@ def argument_spec():
         min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),
         feature_gate=dict(type="str", default=rules.DEFAULT_FEATURE_GATE),
         node_selector=dict(type="dict", default={}),
-        tolerations=dict(type="list", elements="dict", default=copy.deepcopy(rules.CHART_TOLERATIONS)),
+        tolerations=dict(type="list", elements="dict", default=copy.deepcopy(preflight_nodes.CHART_TOLERATIONS)),
         reserved_cpus=dict(type="str", default=""),
         ignore=dict(type="list", elements="str", default=[], choices=list(rules.CHECKS)),
         skip_incompatible_nodes=dict(type="bool", default=False),
@@ -277,97 +290,9 @@ def argument_spec():
     return spec
 
 
-def read_installed(api, params):
-    """The namespace and the helm release as they are now (read-only)."""
-    try:
-        namespace = installed.namespace_state(
-            params["namespace"], api.get_namespace(params["namespace"]), params["namespace_labels"])
-        release = {}
-        # a terminating namespace takes its release with it: the role waits and installs afresh
-        if params["release_name"] and namespace["exists"] and not namespace["terminating"]:
-            secrets = api.list_secrets(params["namespace"], installed.release_selector(params["release_name"]))
-            release = installed.release_state(params["release_name"], secrets)
-    except KubeRequestError as exc:
-        return {"readable": False, "error": exc.message}
-    return {
-        "readable": True,
-        "namespace": namespace,
-        "release": release,
-        "chart_fetch_needed": installed.chart_fetch_needed(release, params["chart"], params["chart_version"]),
-    }
-
-
-def run_checks(api, params, reserved):
-    """Gather the data and run every rule. Returns the result dict."""
-    findings = []
-    result = {"server_version": None}
-
-    version = api.version()
-    result["server_version"] = version.get("gitVersion")
-
-    metrics, metrics_error = None, None
-    try:
-        metrics = api.metrics()
-    except KubeRequestError as exc:
-        metrics_error = exc.message
-    gate_on = rules.gate_enabled(metrics, params["feature_gate"]) if metrics is not None else None
-
-    findings += rules.check_server_version(version, params["min_version"], gate_on, params["feature_gate"])
-    try:
-        findings += rules.check_resource_api(api.api_groups())
-    except KubeRequestError as exc:
-        findings.append(rules.finding("resource_api", rules.ERROR, "cannot read the API groups: %s" % exc.message,
-                                      observed="unknown", required="resource.k8s.io/v1",
-                                      fix="grant get on the non-resource URL /apis"))
-    findings += rules.check_feature_gate(metrics, params["feature_gate"], metrics_error)
-
-    try:
-        nodes = api.list_nodes()
-    except KubeRequestError as exc:
-        findings.append(rules.finding("eligible_nodes", rules.ERROR, "cannot list the nodes: %s" % exc.message,
-                                      observed="unknown", required="at least one node",
-                                      fix="grant list on nodes to this user"))
-        nodes = None
-
-    eligible, excluded = [], []
-    hostnames = {}
-    if nodes is not None:
-        eligible, excluded = rules.eligible_nodes(nodes, params["node_selector"], params["tolerations"])
-        findings += rules.check_eligible_nodes(eligible, excluded)
-        by_name = dict((rules.node_name(n), n) for n in nodes)
-        for name in eligible:
-            obj = by_name[name]
-            labels = (obj.get("metadata") or {}).get("labels") or {}
-            hostnames[name] = labels.get(rules.HOSTNAME_LABEL, name)
-            runtime = ((obj.get("status") or {}).get("nodeInfo") or {}).get("containerRuntimeVersion")
-            findings += rules.check_container_runtime(name, runtime)
-            if params["check_configz"]:
-                configz, configz_error = None, None
-                try:
-                    configz = api.configz(name)
-                except KubeRequestError as exc:
-                    configz_error = exc.message
-                findings += rules.check_cpu_manager_policy(name, configz, configz_error)
-            findings += rules.check_reserved_cpus(name, reserved, rules.node_cpu_count(obj))
-
-    findings = rules.apply_ignore(findings, params["ignore"])
-    findings, skipped, affinity = rules.plan_skip(
-        findings, params["skip_incompatible_nodes"], supports_node_affinity(params["chart_version"]),
-        eligible, hostnames)
-    summary = rules.summarize(findings)
-    result.update(
-        findings=findings,
-        error_count=summary["errors"],
-        warning_count=summary["warnings"],
-        passed=summary["passed"],
-        checked_nodes=eligible,
-        excluded_nodes=excluded,
-        skipped_nodes=skipped,
-        node_affinity=affinity,
-    )
-    if params["namespace"]:
-        result["installed"] = read_installed(api, params)
-    return result, summary["message"]
+def could_not_run(module, message):
+    """Fail before any finding, with the one-line report the role prints."""
+    module.fail_json(msg=message, report=preflight_report.could_not_run(message))
 
 
 def main():
@@ -380,27 +305,27 @@ def main():
     try:
         reserved = parse_cpuset(params["reserved_cpus"])
     except CpusetError as exc:
-        module.fail_json(msg="reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
+        could_not_run(module, "reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
     try:
         supports_node_affinity(params["chart_version"])
     except ValueError as exc:
-        module.fail_json(msg="chart_version: %s" % exc)
+        could_not_run(module, "chart_version: %s" % exc)
     try:
         parse_version(params["min_version"])
     except ValueError as exc:
-        module.fail_json(msg="min_version: %s" % exc)
+        could_not_run(module, "min_version: %s" % exc)
 
     try:
         client = get_api_client(module)
     except CoreException as exc:
-        module.fail_json(msg="cannot create a Kubernetes client: %s" % exc)
+        could_not_run(module, "cannot create a Kubernetes client: %s" % exc)
     except Exception as exc:  # kubeconfig errors surface as various exception types
-        module.fail_json(msg="cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
+        could_not_run(module, "cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
     api = RawApi(client.client)
     try:
         result, message = run_checks(api, params, reserved)
     except KubeRequestError as exc:
-        module.fail_json(msg="preflight could not read the cluster: %s" % exc.message)
+        could_not_run(module, "preflight could not read the cluster: %s" % exc.message)
     # done with the cluster: exempt the client's large heap from the collector so the interpreter
     # does not spend ~0.5 s tearing it down after the result is written (as cpu_topology does)
     gc.freeze()

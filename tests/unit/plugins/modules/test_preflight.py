@@ -37,6 +37,9 @@ def test_all_good():
         "server_version", "resource_api", "feature_gate", "eligible_nodes",
         "container_runtime", "cpu_manager_policy", "reserved_cpus"]
     assert result["node_affinity"] == {} and result["skipped_nodes"] == []
+    assert result["report"][0] == "Preflight: 0 error(s), 0 warning(s); checked nodes: node01"
+    assert result["report"][1] == "[OK] server_version: Kubernetes v1.36.3"
+    assert len(result["report"]) == 1 + len(result["findings"])
     assert cluster.paths() == ["/version", "/metrics", "/apis", "/api/v1/nodes", "/api/v1/nodes/node01/proxy/configz"]
 
 
@@ -148,6 +151,7 @@ def test_bad_reserved_cpus():
     result, failed = run_module(preflight, {"reserved_cpus": "0-"}, FakeCluster())
     assert failed is True
     assert result["msg"] == "reserved_cpus: '0-' is not a valid cpuset (range '0-' has no end)"
+    assert result["report"] == ["Preflight could not run: " + result["msg"]]
 
 
 def test_secrets_are_no_log():
