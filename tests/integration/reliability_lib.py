@@ -240,7 +240,10 @@ class AuditLog:
 
 
 TOKENS_PER_CLUSTER = 3   # admin, kube-controller-manager, kube-scheduler (<state>/pki/tokens.csv)
-KEYS_PER_CLUSTER = 4     # ca, apiserver, apiserver-kubelet-client, service-account signing key
+# private keys every cluster has: its PKI (cluster.py) and the simulated kubelets' serving key; the
+# controller-manager and scheduler add self-signed serving keys of their own (7 in all, measured)
+PKI_KEYS = ("ca.key", "apiserver.key", "apiserver-kubelet-client.key", "sa.key", "kubelet.key")
+KEYS_PER_CLUSTER = 7
 
 
 def cluster_credentials(cluster):
@@ -261,13 +264,16 @@ def cluster_credentials(cluster):
         assert not user.get("client-key-data") and not user.get("password"), \
             "the admin kubeconfig carries a credential the scan does not know"
         assert user.get("token") in tokens, "the admin kubeconfig's token is not in the token file"
-    keys = []
+    keys, names = [], []
     for path in sorted(glob.glob(os.path.join(cluster.state_dir, "**", "*.key"), recursive=True)):
         with open(path) as f:
             lines = f.read().splitlines()
         assert lines and "PRIVATE KEY" in lines[0], path
         keys.append(lines[1])
-    return {"tokens": tokens, "private_keys": keys}
+        names.append(os.path.relpath(path, cluster.state_dir))
+    missing = [k for k in PKI_KEYS if k not in [os.path.basename(n) for n in names]]
+    assert not missing, f"private keys not found under {cluster.state_dir}: {missing} (found {names})"
+    return {"tokens": tokens, "private_keys": keys, "key_files": names}
 
 
 def all_secrets():

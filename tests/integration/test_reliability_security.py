@@ -206,8 +206,8 @@ def test_zz_secret_scan_of_every_captured_output_and_figures(dc, request):
             and len(collected.get("test_reliability_security.py", [])) == 6)
     if full:
         # the figures of docs/reliability.md
-        assert counts == {"clusters": 2, "cluster_tokens": 6, "private_keys": 8, "sa_tokens": 5}, counts
-        assert len(secrets) == 19
+        assert counts == {"clusters": 2, "cluster_tokens": 6, "private_keys": 14, "sa_tokens": 5}, counts
+        assert len(secrets) == 25
         assert FIGURES["faults_injected"] == FIGURES["faults_survived"] == 10
         assert FIGURES["bad_inputs"] == 48 and FIGURES["bad_input_writes"] == 0, FIGURES
         assert FIGURES["outputs_scanned"] == 24, [label for label, _ in CAPTURED]
