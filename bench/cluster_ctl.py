@@ -210,17 +210,17 @@ class Cluster:
             admin_kc = yaml.safe_load(f)
         cluster = admin_kc["clusters"][0]["cluster"]
         for wid in WAITER_IDS:
-            sa = f"bench-{wid}"
+            sa = f"bench-{wid.replace('_', '-')}"        # object names: no underscores
             self._apply(f"/api/v1/namespaces/{BENCH_NS}/serviceaccounts",
                         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": BENCH_NS}})
             self._apply("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
                         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                         "metadata": {"name": f"dracpu-bench-{wid}"},
+                         "metadata": {"name": flow_name(wid)},
                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
                          "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": BENCH_NS}]})
             self._apply("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
                         {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
-                         "metadata": {"name": f"dracpu-bench-{wid}"},
+                         "metadata": {"name": flow_name(wid)},
                          "spec": {"matchingPrecedence": 700, "priorityLevelConfiguration": {"name": PRIORITY_LEVEL},
                                   "distinguisherMethod": {"type": "ByUser"},
                                   "rules": [{"subjects": [{"kind": "ServiceAccount", "serviceAccount": {
@@ -317,6 +317,11 @@ class Cluster:
                 list(pool.map(lambda o: self.api.delete(f"{SLICES}/{o['metadata']['name']}"), items))
             time.sleep(0.5)
         raise RuntimeError(f"ResourceSlices still present {timeout} s after deletecollection")
+
+
+def flow_name(wid):
+    """The FlowSchema (and ClusterRoleBinding) of a waiter."""
+    return "dracpu-bench-" + wid.replace("_", "-")
 
 
 def delta(after, before):

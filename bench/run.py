@@ -107,7 +107,7 @@ def _run_pass(cl, sc, reps_idx, wd, lead, ready_timeout, who, profile):
         r = {"ready": o["ready"], "rc": c.rc, "finished": finished[w], "exit": c.end,
              "exit_after_t0": round(c.end - t0, 3) if c.end else None,
              "startup": None, "named": o["named"], "stats": o["stats"],
-             "requests": flows.get(f"dracpu-bench-{w}", 0), "msg": o["msg"][-600:]}
+             "requests": flows.get(cluster_ctl.flow_name(w), 0), "msg": o["msg"][-600:]}
         if c.rusage is not None:
             r["cpu_s"] = round(c.rusage.ru_utime + c.rusage.ru_stime, 3)
         rss = c.peak_rss_kib()          # the waiter's own peak (GNU time), not wait4's (see waiters.py)
