@@ -65,12 +65,12 @@ options:
     description:
       - Seconds to wait for the driver's ResourceSlices (a positive integer).
       - Role variable C(dra_cpu_topology_timeout).
-    type: raw
+    type: int
   uninstall_timeout:
     description:
       - Seconds to wait for the slices to go on uninstall (a positive integer).
       - Role variable C(dra_cpu_uninstall_timeout).
-    type: raw
+    type: int
   helm_version:
     description:
       - Helm release to download when no usable helm is found, V(vX.Y.Z). Role variable C(dra_cpu_helm_version).
@@ -111,7 +111,8 @@ options:
     description:
       - Preflight checks to downgrade to warnings (a list, or a comma-separated string).
       - Role variable C(dra_cpu_preflight_ignore).
-    type: raw
+    type: list
+    elements: str
     default: []
   state:
     description:

@@ -84,6 +84,6 @@ def test_readme_matrix_rows_match_the_pinned_toolchains():
 
 
 def test_runtime_requirements_are_only_the_modules_libraries():
-    names = {re.split(r"[=<>~!\s]", ln, 1)[0].lower() for ln in _text("requirements.txt").splitlines()
+    names = {re.split(r"[=<>~!\s]", ln, maxsplit=1)[0].lower() for ln in _text("requirements.txt").splitlines()
              if ln.strip() and not ln.startswith("#")}
     assert names == {"kubernetes", "jsonpatch", "pyyaml"}

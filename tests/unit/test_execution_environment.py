@@ -23,7 +23,7 @@ def builder(*args, cwd):
 
 def _requirement_names(path):
     with open(path) as fh:
-        return {re.split(r"[=<>~!\s\[]", ln.strip(), 1)[0].lower() for ln in fh
+        return {re.split(r"[=<>~!\s\[]", ln.strip(), maxsplit=1)[0].lower() for ln in fh
                 if ln.strip() and not ln.lstrip().startswith("#")}
 
 
