@@ -87,3 +87,8 @@ def test_runtime_requirements_are_only_the_modules_libraries():
     names = {re.split(r"[=<>~!\s]", ln, maxsplit=1)[0].lower() for ln in _text("requirements.txt").splitlines()
              if ln.strip() and not ln.startswith("#")}
     assert names == {"kubernetes", "jsonpatch", "pyyaml"}
+
+
+def test_galaxy_requirements_file_asks_for_the_same_kubernetes_core():
+    wanted = {c["name"]: c["version"] for c in _yaml("requirements.yml")["collections"]}
+    assert wanted == _yaml("galaxy.yml")["dependencies"]
