@@ -14,7 +14,7 @@ K8S_CACHE := $(or $(CLUSTER_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ku
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: build-1.35 build-1.37 newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: build-1.35 build-1.37 build-helm-old newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration molecule docs-check bench clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
@@ -22,6 +22,10 @@ deps:                       ## Debian packages, .venv, collection symlink (idemp
 
 build: deps                 ## real etcd, helm, kube-* binaries (cached by version outside the checkout)
 	@tests/cluster/build.sh all >/dev/null
+	@tests/cluster/build.sh helm-old >/dev/null
+
+build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
+	tests/cluster/build.sh helm-old
 
 cluster-up: build           ## start the hermetic test cluster (idempotent)
 	@$(CLUSTER) up
@@ -32,7 +36,7 @@ cluster-down: deps          ## stop it and remove everything it started
 cluster-status: deps
 	@$(CLUSTER) status
 
-demo: deps                  ## main job: install into $$KUBECONFIG, or into a local test cluster if none
+demo: deps                  ## main job: bring up the local test cluster and install into it (nothing else is read)
 	@hack/demo.sh
 
 unit: deps                  ## pytest unit tests (no cluster)
@@ -46,9 +50,10 @@ sanity: deps                ## ansible-test sanity on a copy laid out as ansible
 	cd $(COLL_BUILD) && $(CURDIR)/$(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no \
 	  $(SANITY_EXCLUDES)
 
-lint: deps                  ## ansible-lint (production profile) and docs checks
+lint: deps                  ## ansible-lint (production profile), README variables, antsibull-docs lint
 	$(VENV)/bin/ansible-lint
 	$(PY) hack/check_variables.py
+	VENV=$(VENV) hack/lint_collection_docs.sh
 
 integration: build          ## pytest against the hermetic test clusters (brings them up and down)
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \

@@ -56,14 +56,15 @@ def run_checks(api, params, reserved):
         metrics_error = exc.message
     gate_on = rules.gate_enabled(metrics, params["feature_gate"]) if metrics is not None else None
 
-    findings += rules.check_server_version(version, params["min_version"], gate_on, params["feature_gate"])
+    findings += rules.check_server_version(version, params["min_version"], gate_on, params["feature_gate"],
+                                          params["cpu_device_mode"])
     try:
         findings += rules.check_resource_api(api.api_groups())
     except KubeRequestError as exc:
         findings.append(rules.finding("resource_api", rules.ERROR, "cannot read the API groups: %s" % exc.message,
                                       observed="unknown", required="resource.k8s.io/v1",
                                       fix="grant get on the non-resource URL /apis"))
-    findings += rules.check_feature_gate(metrics, params["feature_gate"], metrics_error)
+    findings += rules.check_feature_gate(metrics, params["feature_gate"], metrics_error, params["cpu_device_mode"])
 
     try:
         nodes = api.list_nodes()

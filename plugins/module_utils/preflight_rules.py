@@ -42,6 +42,14 @@ CHECKS = (
 )
 NODE_CHECKS = ("container_runtime", "cpu_manager_policy", "reserved_cpus")
 
+# Upstream's compatibility table (docs/user/installation.md): every mode needs Kubernetes 1.34
+# (resource.k8s.io/v1 GA); grouped mode needs DRAConsumableCapacity, which is alpha in 1.34/1.35
+# (to be enabled on every component) and beta, on by default, from 1.36. Individual mode does not
+# use consumable capacity and runs on 1.34/1.35 without the gate.
+GROUPED = "grouped"
+INDIVIDUAL = "individual"
+MODES = (GROUPED, INDIVIDUAL)
+RESOURCE_MIN_VERSION = "1.34"
 DEFAULT_MIN_VERSION = "1.36"
 DEFAULT_FEATURE_GATE = "DRAConsumableCapacity"
 RESOURCE_GROUP = "resource.k8s.io"
@@ -108,15 +116,30 @@ def gate_enabled(metrics_text, gate=DEFAULT_FEATURE_GATE):
     return gates[gate]["enabled"]
 
 
-def check_feature_gate(metrics_text, gate=DEFAULT_FEATURE_GATE, error=None):
-    """``gate`` must be enabled on the API server (``kubernetes_feature_enabled``).
+def _gate_not_needed(metrics_text, gate):
+    """Individual mode: the gate is reported, never required."""
+    state = parse_feature_gates(metrics_text).get(gate) if metrics_text is not None else None
+    if state is None:
+        observed = "not checked"
+    else:
+        observed = "%s (%s)" % ("enabled" if state["enabled"] else "disabled", state["stage"] or "GA")
+    return [finding("feature_gate", OK, "%s is not needed in individual mode (%s)" % (gate, observed),
+                    observed=observed, required="not needed (individual mode)")]
+
+
+def check_feature_gate(metrics_text, gate=DEFAULT_FEATURE_GATE, error=None, mode=GROUPED):
+    """In grouped mode ``gate`` must be enabled on the API server
+    (``kubernetes_feature_enabled``); individual mode does not need it.
 
     ``metrics_text`` None (with ``error`` the reason) means the metrics could
     not be read: a warning, never a pass.
     """
+    if mode == INDIVIDUAL:
+        return _gate_not_needed(metrics_text, gate)
     required = "%s enabled" % gate
     fix = ("enable the feature gate %s on kube-apiserver, kube-scheduler, kube-controller-manager "
-           "and kubelet (--feature-gates=%s=true; on by default from Kubernetes 1.36)" % (gate, gate))
+           "and kubelet (--feature-gates=%s=true; on by default from Kubernetes 1.36), or use "
+           "individual mode (dra_cpu_cpu_device_mode: individual), which does not need it" % (gate, gate))
     if metrics_text is None:
         return [finding(
             "feature_gate", WARNING,
@@ -152,9 +175,15 @@ def check_feature_gate(metrics_text, gate=DEFAULT_FEATURE_GATE, error=None):
 
 
 def check_server_version(version, min_version=DEFAULT_MIN_VERSION, gate_on=None,
-                         gate=DEFAULT_FEATURE_GATE):
-    """The server must be >= ``min_version``; an older one passes only (as a
-    warning) when ``gate_on`` is True (the gate metric shows it enabled)."""
+                         gate=DEFAULT_FEATURE_GATE, mode=GROUPED):
+    """Every mode needs Kubernetes >= 1.34 (``resource.k8s.io/v1``).
+
+    Grouped mode needs >= ``min_version`` (where ``gate`` is on by default); an
+    older server passes only (as a warning) when ``gate_on`` is True (the gate
+    metric shows it enabled). Individual mode needs 1.34 only.
+    """
+    if mode == INDIVIDUAL:
+        min_version = RESOURCE_MIN_VERSION
     try:
         parsed = parse_kube_version(version)
     except VersionError as exc:
@@ -164,7 +193,18 @@ def check_server_version(version, min_version=DEFAULT_MIN_VERSION, gate_on=None,
     minimum = parse_version(min_version)
     observed = parsed.text
     required = ">= %s" % min_version
+    floor = RESOURCE_MIN_VERSION
+    if not version_at_least(parsed, parse_version(floor)) and version_at_least(minimum, parse_version(floor)):
+        return [finding(
+            "server_version", ERROR,
+            "Kubernetes %s predates %s, where resource.k8s.io/v1 (DRA) became GA; the driver needs it "
+            "in every mode" % (observed, floor),
+            observed=observed, required=">= %s" % floor,
+            fix="use a cluster with Kubernetes %s or newer" % floor)]
     if version_at_least(parsed, minimum):
+        if mode == INDIVIDUAL:
+            return [finding("server_version", OK, "Kubernetes %s (individual mode needs %s)" % (observed, floor),
+                            observed=observed, required=required)]
         return [finding("server_version", OK, "Kubernetes %s" % observed,
                         observed=observed, required=required)]
     if gate_on:
@@ -179,8 +219,9 @@ def check_server_version(version, min_version=DEFAULT_MIN_VERSION, gate_on=None,
         "Kubernetes %s predates %s, where %s became beta and on by default"
         % (observed, min_version, gate),
         observed=observed, required=required,
-        fix="use a cluster with Kubernetes %s or newer, or enable the %s feature gate on every "
-            "component" % (min_version, gate))]
+        fix="use a cluster with Kubernetes %s or newer, enable the %s feature gate on every "
+            "component, or use individual mode (dra_cpu_cpu_device_mode: individual), which runs on "
+            "Kubernetes %s without it" % (min_version, gate, RESOURCE_MIN_VERSION))]
 
 
 def served_group_versions(discovery):

@@ -18,9 +18,11 @@ author:
 description:
   - Reads the cluster and reports one finding per check, with the node (where relevant), the observed
     and the required value and a hint how to fix it.
-  - "Checks: C(server_version) (>= O(min_version), or older with the feature gate shown on),
-    C(resource_api) (C(resource.k8s.io/v1) served), C(feature_gate) (O(feature_gate) enabled, from the
-    API server's C(kubernetes_feature_enabled) metric; unreadable metrics give a warning, not a pass),
+  - "Checks: C(server_version) (every mode needs Kubernetes >= 1.34; grouped mode >= O(min_version), or
+    1.34/1.35 with the feature gate shown on), C(resource_api) (C(resource.k8s.io/v1) served),
+    C(feature_gate) (grouped mode: O(feature_gate) enabled, from the API server's
+    C(kubernetes_feature_enabled) metric, unreadable metrics give a warning, not a pass; individual
+    mode does not need the gate and only reports its state),
     C(eligible_nodes) (the nodes the driver DaemonSet will run on, from O(node_selector) and the taints
     O(tolerations) do not cover), and per eligible node C(container_runtime) (CRI-O >= 1.30 or
     containerd >= 2.0), C(cpu_manager_policy) (kubelet C(cpuManagerPolicy) must be C(none), read
@@ -38,12 +40,22 @@ extends_documentation_fragment:
   - kubevirtci.dra_cpu.read_only
   - kubevirtci.dra_cpu.read_only.cluster
 options:
+  cpu_device_mode:
+    description:
+      - The driver's device mode; it decides the version and feature-gate requirements (upstream's
+        compatibility table). V(grouped) uses consumable capacity and needs O(feature_gate) (alpha in
+        Kubernetes 1.34/1.35, on by default from 1.36); V(individual) runs on 1.34 and newer without it.
+    type: str
+    default: grouped
+    choices: [grouped, individual]
   min_version:
-    description: Oldest Kubernetes version accepted without further proof.
+    description:
+      - In grouped mode, the oldest Kubernetes version accepted without the feature gate shown on.
+        Every mode needs 1.34 (C(resource.k8s.io/v1)).
     type: str
     default: '1.36'
   feature_gate:
-    description: The feature gate the grouped CPU devices need.
+    description: The feature gate grouped CPU devices need (individual mode does not).
     type: str
     default: DRAConsumableCapacity
   node_selector:
@@ -206,6 +218,13 @@ node_affinity:
       (C(kubernetes.io/hostname NotIn [...])); {} when none is skipped.
   returned: always
   type: dict
+cluster:
+  description:
+    - The cluster checked, for the role's "about to change" line. C(server) is the API server URL,
+      C(context) the kubeconfig context used (null without a kubeconfig), C(kubeconfig) the file.
+  returned: when the cluster could be read
+  type: dict
+  sample: {server: "https://127.0.0.1:6443", context: kind-kind, kubeconfig: /home/user/.kube/config}
 report:
   description:
     - The report as lines of text, one per finding after a header line, then one per node the driver is
@@ -252,14 +271,12 @@ installed:
 import copy
 import gc
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec, describe_target
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_nodes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as rules
@@ -272,6 +289,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import
 
 def argument_spec():
     spec = dict(
+        cpu_device_mode=dict(type="str", default=rules.GROUPED, choices=list(rules.MODES)),
         min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),
         feature_gate=dict(type="str", default=rules.DEFAULT_FEATURE_GATE),
         node_selector=dict(type="dict", default={}),
@@ -297,7 +315,7 @@ def could_not_run(module, message):
 
 def main():
     module = AnsibleK8SModule(
-        module_class=AnsibleModule,
+        module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
         argument_spec=argument_spec(),
         supports_check_mode=True,
     )
@@ -329,6 +347,8 @@ def main():
     # done with the cluster: exempt the client's large heap from the collector so the interpreter
     # does not spend ~0.5 s tearing it down after the result is written (as cpu_topology does)
     gc.freeze()
+    # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
+    result["cluster"] = describe_target(params, client.configuration.host)
     if not result["passed"]:
         module.fail_json(msg=message, changed=False, **result)
     module.exit_json(changed=False, **result)

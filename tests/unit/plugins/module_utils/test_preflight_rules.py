@@ -298,3 +298,54 @@ def test_summarize():
     assert s["message"].startswith("preflight failed with 1 error(s): node node02 [cpu_manager_policy]: ")
     assert "(observed static); fix: run the kubelet" in s["message"]
     assert r.summarize([])["message"] == ""
+
+
+# ------------------------------------------------------------------ requirements per device mode
+# upstream's compatibility table (docs/user/installation.md): Kubernetes 1.34 for every mode;
+# grouped mode needs DRAConsumableCapacity (alpha in 1.34/1.35, on by default from 1.36)
+
+GATE_OFF_135 = METRICS.replace('"DRAConsumableCapacity",stage="BETA"} 1', '"DRAConsumableCapacity",stage="ALPHA"} 0')
+
+
+@pytest.mark.parametrize("mode,version,gate_on,severity,required", [
+    ("grouped", "v1.36.3", None, "ok", ">= 1.36"),
+    ("grouped", "v1.35.4", False, "error", ">= 1.36"),
+    ("grouped", "v1.35.4", True, "warning", ">= 1.36"),
+    ("grouped", "v1.34.0", True, "warning", ">= 1.36"),
+    ("grouped", "v1.33.5", True, "error", ">= 1.34"),
+    ("individual", "v1.36.3", None, "ok", ">= 1.34"),
+    ("individual", "v1.35.4", False, "ok", ">= 1.34"),
+    ("individual", "v1.34.1", None, "ok", ">= 1.34"),
+    ("individual", "v1.33.5", None, "error", ">= 1.34"),
+])
+def test_server_version_per_mode(mode, version, gate_on, severity, required):
+    f = only(r.check_server_version(version, gate_on=gate_on, mode=mode))
+    assert (f["severity"], f["required"]) == (severity, required), f
+
+
+def test_server_version_below_134_names_the_dra_api():
+    f = only(r.check_server_version("v1.33.5", mode="individual"))
+    assert f["message"] == ("Kubernetes v1.33.5 predates 1.34, where resource.k8s.io/v1 (DRA) became GA; "
+                            "the driver needs it in every mode")
+
+
+def test_grouped_on_135_without_the_gate_points_at_individual_mode():
+    f = only(r.check_server_version("v1.35.4", gate_on=False))
+    assert f["message"] == "Kubernetes v1.35.4 predates 1.36, where DRAConsumableCapacity became beta and on by default"
+    assert "dra_cpu_cpu_device_mode: individual" in f["fix"]
+    g = only(r.check_feature_gate(GATE_OFF_135))
+    assert g["severity"] == "error" and "dra_cpu_cpu_device_mode: individual" in g["fix"]
+
+
+@pytest.mark.parametrize("metrics,observed", [
+    (GATE_OFF_135, "disabled (ALPHA)"),
+    (METRICS, "enabled (BETA)"),
+    (None, "not checked"),
+    ("up 1\n", "not checked"),
+])
+def test_individual_mode_does_not_need_the_gate(metrics, observed):
+    f = only(r.check_feature_gate(metrics, error="denied" if metrics is None else None, mode="individual"))
+    assert f["severity"] == "ok"
+    assert f["observed"] == observed
+    assert f["required"] == "not needed (individual mode)"
+    assert f["message"] == "DRAConsumableCapacity is not needed in individual mode (%s)" % observed
