@@ -9,6 +9,8 @@ CPU numbering (documented in README.md, asserted by tests/unit/sim):
     or the explicit `cells` list of cpusets (asymmetric cells; union must be 0..V-1)
   - cacheL3ID                     = socket id (one L3 per socket)
   - coreType                      = "standard"
+  - smtEnabled                    = from sysfs smt/control (`smt_control`, default "on" when T > 1,
+                                    else "notsupported"), as the driver reads it
 A core may not straddle two cells; V must divide evenly (kubevirtci refuses uneven splits).
 """
 from __future__ import annotations
@@ -30,7 +32,7 @@ SPEC_KEYS = {
     "cpus", "numa_nodes", "cells", "sockets", "threads_per_core", "cpu_manager_policy",
     "container_runtime", "kubelet_version", "taints", "labels", "annotations", "pod_fault",
     "driver_mode", "memory", "pods", "reserved_system_cpus", "kube_reserved", "system_reserved",
-    "os_image", "kernel_version",
+    "os_image", "kernel_version", "smt_control",
 }
 
 DEFAULT_KUBELET_VERSION = "v1.36.3"
@@ -59,10 +61,38 @@ class Topology:
     cells: dict[int, list[int]]        # numa id -> sorted cpu ids
     sockets: int
     threads_per_core: int
+    smt_control: str | None = None     # sysfs devices/system/cpu/smt/control; None: "on" with SMT, else
+    #                                    "notsupported"; "" : the file is missing
+
+    @property
+    def smt_control_text(self) -> str:
+        if self.smt_control is None:
+            return "on" if self.threads_per_core > 1 else "notsupported"
+        return self.smt_control
 
     @property
     def smt(self) -> bool:
-        return self.threads_per_core > 1
+        """smtEnabled as the driver computes it (pkg/cpuinfo/cpuinfo.go IsSMTEnabled, GetCPUTopology):
+        sysfs smt/control "on" -> true; off/forceoff/notsupported/notimplemented -> false; missing or
+        any other text -> more logical CPUs than physical cores."""
+        status = self.smt_control_text.strip().lower()
+        if status == "on":
+            return True
+        if status in ("off", "forceoff", "notsupported", "notimplemented"):
+            return False
+        return len(self.cpus) > len({c.core for c in self.cpus})
+
+    def siblings(self) -> dict[int, int]:
+        """cpu id -> its SMT sibling, for cores of exactly two threads (pkg/cpuinfo/cpuinfo.go
+        populateCpuSiblings handles 2-way SMT only: on other cores no CPU has a sibling)."""
+        by_core: dict[int, list[int]] = {}
+        for c in self.cpus:
+            by_core.setdefault(c.core, []).append(c.id)
+        out = {}
+        for ids in by_core.values():
+            if len(ids) == 2:
+                out[ids[0]], out[ids[1]] = ids[1], ids[0]
+        return out
 
     def by_id(self) -> dict[int, Cpu]:
         return {c.id: c for c in self.cpus}
@@ -77,7 +107,8 @@ class Topology:
 
 
 def build_topology(cpus: int | None = None, numa_nodes: int = 1, sockets: int = 1,
-                   threads_per_core: int = 1, cells: list | None = None) -> Topology:
+                   threads_per_core: int = 1, cells: list | None = None,
+                   smt_control: str | None = None) -> Topology:
     if cells:
         cell_sets = []
         for i, c in enumerate(cells):
@@ -129,8 +160,10 @@ def build_topology(cpus: int | None = None, numa_nodes: int = 1, sockets: int = 
     bad = [k for k, v_ in by_core.items() if len(v_) > 1]
     if bad:
         raise SpecError(f"core {bad[0]} (SMT siblings) straddles NUMA cells; adjust cells/threads_per_core")
+    if smt_control is not None and not isinstance(smt_control, str):
+        raise SpecError(f"smt_control must be a string (the text of sysfs smt/control), got {smt_control!r}")
     return Topology(cpus=out, cells={i: ids for i, ids in enumerate(cell_sets)},
-                    sockets=s, threads_per_core=t)
+                    sockets=s, threads_per_core=t, smt_control=smt_control)
 
 
 # ---------------------------------------------------------------- fault modes
@@ -323,6 +356,7 @@ def _one_spec(name, i, ov, vcpu, numa, memory, reserved_sys, cidr) -> NodeSpec:
         sockets=ov.get("sockets", 1),
         threads_per_core=ov.get("threads_per_core", 1),
         cells=cells,
+        smt_control=ov.get("smt_control"),
     )
     # kubevirtci: node01 keeps the default policy none; workers run the static CPU manager
     policy = ov.get("cpu_manager_policy", "none" if i == 1 else "static")
