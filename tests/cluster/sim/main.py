@@ -36,7 +36,8 @@ from sim_format import iso  # noqa: E402
 from sim_kubelet_endpoints import KubeletEndpointsMixin, PodLogs  # noqa: E402
 from sim_nodes import NodesMixin  # noqa: E402
 from sim_pods import PodsMixin  # noqa: E402
-from sim_topology import SpecError, build_node_specs  # noqa: E402
+from sim_node_specs import build_node_specs  # noqa: E402
+from sim_topology import SpecError  # noqa: E402
 
 log = logging.getLogger("sim")
 

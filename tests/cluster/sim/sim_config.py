@@ -3,6 +3,9 @@
 Precedence, as the real driver (main: internal/driverconfig load.go Resolve, flags.go FromFlags):
 default (grouped, numanode, nothing reserved, hostname = node) < config file (--config, main/0.3.0
 only) < every flag set on the command line, even an empty one.
+Owns: which container is the driver, the image flavor (v0.1 / v0.2 / main) that picks the release
+behaviour, flag parsing, finding and parsing the mounted config file, the effective DriverConfig.
+Must not: talk to the API server (ConfigMaps come through get_configmap) nor build devices.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from concurrent.futures import wait
 import sim_cpuset as cpuset
 from sim_api import STRATEGIC, ApiError
 from sim_format import h, iso, micro
-from sim_topology import DRIVER_MODE_ANNOTATION, POD_FAULT_ANNOTATION
+from sim_faults import DRIVER_MODE_ANNOTATION, POD_FAULT_ANNOTATION
 
 log = logging.getLogger("sim")
 

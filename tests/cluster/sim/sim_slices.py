@@ -2,6 +2,9 @@
 
 Input: the node's Topology, the driver's effective DriverConfig and the image flavor.
 Output: the device list and the chunked slice bodies for one pool/generation.
+Owns: device names, attributes, capacity, order, chunking per release, slice bodies, the
+fingerprint used to tell "same content" and the fields an API server dropped.
+Must not: create or delete anything (sim_driver_publish.py does) nor resolve the config.
 """
 from __future__ import annotations
 

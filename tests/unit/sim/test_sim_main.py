@@ -13,7 +13,7 @@ from sim_api import ApiError
 from sim_driver_publish import SLICES
 from sim_format import iso
 from sim_nodes import LEASES
-from sim_topology import DRIVER_MODE_ANNOTATION, POD_FAULT_ANNOTATION
+from sim_faults import DRIVER_MODE_ANNOTATION, POD_FAULT_ANNOTATION
 
 SIM_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "cluster", "sim"))
 _spec = importlib.util.spec_from_file_location("dracpu_sim_main", os.path.join(SIM_DIR, "main.py"))

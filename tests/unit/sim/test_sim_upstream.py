@@ -8,7 +8,8 @@ import pytest
 
 from sim_config import DriverConfig, DriverConfigError, parse_config_file, resolve
 from sim_slices import build_devices, build_slices
-from sim_topology import Cpu, Topology, build_node_specs, build_topology
+from sim_node_specs import build_node_specs
+from sim_topology import Cpu, Topology, build_topology
 
 IMAGE_V02 = "registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.2.0"
 IMAGE_MAIN = "registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0"
