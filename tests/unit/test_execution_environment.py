@@ -15,6 +15,8 @@ from collection_artifact import REPO, build, install, tool
 
 
 def builder(*args, cwd):
+    assert os.path.exists(tool("ansible-builder")), (
+        f"{tool('ansible-builder')} is missing: this venv predates requirements-dev.txt, run `make deps`")
     proc = subprocess.run([tool("ansible-builder"), *args], cwd=str(cwd), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=300, check=False)
     assert proc.returncode == 0, f"ansible-builder {' '.join(args)} failed:\n{proc.stdout[-3000:]}"
