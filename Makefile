@@ -14,7 +14,7 @@ K8S_CACHE := $(or $(CLUSTER_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ku
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: build-1.35 build-1.37 newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: build-1.35 build-1.37 build-helm-old newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration molecule docs-check bench clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
@@ -22,6 +22,10 @@ deps:                       ## Debian packages, .venv, collection symlink (idemp
 
 build: deps                 ## real etcd, helm, kube-* binaries (cached by version outside the checkout)
 	@tests/cluster/build.sh all >/dev/null
+	@tests/cluster/build.sh helm-old >/dev/null
+
+build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
+	tests/cluster/build.sh helm-old
 
 cluster-up: build           ## start the hermetic test cluster (idempotent)
 	@$(CLUSTER) up
@@ -32,11 +36,11 @@ cluster-down: deps          ## stop it and remove everything it started
 cluster-status: deps
 	@$(CLUSTER) status
 
-demo: deps                  ## main job: install into $$KUBECONFIG, or into a local test cluster if none
+demo: deps                  ## main job: bring up the local test cluster and install into it (nothing else is read)
 	@hack/demo.sh
 
 unit: deps                  ## pytest unit tests (no cluster)
-	$(PY) -m pytest tests/unit -q
+	$(PY) -m pytest tests/unit -q -rs
 
 sanity: deps                ## ansible-test sanity on a copy laid out as ansible_collections/kubevirtci/dra_cpu
 	@rm -rf $(SANITY_ROOT) && mkdir -p $(COLL_BUILD) $(SANITY_ROOT)/ansible_collections/kubernetes
@@ -52,7 +56,7 @@ lint: deps                  ## ansible-lint (production profile) and docs checks
 
 integration: build          ## pytest against the hermetic test clusters (brings them up and down)
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \
-	  $(PY) -m pytest tests/integration -q -p no:cacheprovider
+	  $(PY) -m pytest tests/integration -q -rs -p no:cacheprovider
 
 molecule: build             ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too
 	$(VENV)/bin/molecule test --all
@@ -72,13 +76,16 @@ build-1.35: deps            ## build Kubernetes v1.35.4 (extended target: the ve
 NEWEST_PYTHON ?= $(firstword $(wildcard /root/.pyenv/versions/3.13.*/bin/python3.13) $(shell command -v python3.13 python3.12 2>/dev/null))
 
 newest: deps                ## the newest Ansible (ansible 14 / ansible-core 2.21, Python >= 3.12): unit + a live install
-	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no Python >= 3.12 here: skipping the newest-Ansible run"; exit 0; fi; \
+	@# no Python >= 3.12: say so in a SKIPPED line (hack/stages.sh repeats those under its summary)
+	@if [ -z "$(NEWEST_PYTHON)" ]; then \
+	  echo "newest Ansible (unit + live install): SKIPPED, no Python >= 3.12 found (set NEWEST_PYTHON=/path/to/python3.12+)"; \
+	  exit 0; fi; \
 	stamp=.venv-newest/.requirements.sha256; want=$$(sha256sum requirements-newest.txt | cut -d' ' -f1); \
 	if [ "$$(cat $$stamp 2>/dev/null)" != "$$want" ]; then \
 	  $(NEWEST_PYTHON) -m venv .venv-newest && .venv-newest/bin/pip install -q -r requirements-newest.txt && echo $$want > $$stamp; fi; \
 	.venv-newest/bin/ansible --version | awk 'NR==1'; \
-	.venv-newest/bin/python -m pytest tests/unit -q -p no:cacheprovider && \
-	.venv-newest/bin/python -m pytest -q -p no:cacheprovider \
+	.venv-newest/bin/python -m pytest tests/unit -q -rs -p no:cacheprovider && \
+	.venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \
 	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
 
 test: deps                  ## everything CI runs, stage by stage, with each stage's wall time at the end

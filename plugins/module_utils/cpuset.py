@@ -119,8 +119,3 @@ def _span(start, end):
     if start == end:
         return str(start)
     return "%d-%d" % (start, end)
-
-
-def normalize_cpuset(text, max_cpu=MAX_CPU_ID):
-    """Return the canonical string of ``text`` (raises CpusetError)."""
-    return format_cpuset(parse_cpuset(text, max_cpu=max_cpu))

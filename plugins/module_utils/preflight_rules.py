@@ -1,27 +1,30 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Preflight rules: one pure function per check, each returning findings.
+"""Preflight rules for the cluster as a whole, and the outcome of all findings.
+
+Owns: the finding shape, the cluster-wide checks (server version, the
+``resource.k8s.io/v1`` API, the feature gate from the API server's
+``kubernetes_feature_enabled`` metric), the ignore list and the summary.
+Pure functions over data the preflight module gathered; no I/O. The per-node
+checks and where the driver runs live in preflight_nodes.py; the report text
+in preflight_report.py.
 
 A finding is a dict ``{check, severity, node, observed, required, message,
 fix}`` with ``severity`` one of ``error``, ``warning``, ``ok`` and ``node``
-None for cluster-wide checks. The module gathers the raw data (version,
-discovery, metrics text, configz JSON, Node objects) and calls these.
+None for cluster-wide checks.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import re
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import format_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import (
     VersionError,
     parse_kube_version,
     parse_version,
     version_at_least,
-    parse_runtime_version,
 )
 
 ERROR = "error"
@@ -39,30 +42,18 @@ CHECKS = (
 )
 NODE_CHECKS = ("container_runtime", "cpu_manager_policy", "reserved_cpus")
 
+# Upstream's compatibility table (docs/user/installation.md): every mode needs Kubernetes 1.34
+# (resource.k8s.io/v1 GA); grouped mode needs DRAConsumableCapacity, which is alpha in 1.34/1.35
+# (to be enabled on every component) and beta, on by default, from 1.36. Individual mode does not
+# use consumable capacity and runs on 1.34/1.35 without the gate.
+GROUPED = "grouped"
+INDIVIDUAL = "individual"
+MODES = (GROUPED, INDIVIDUAL)
+RESOURCE_MIN_VERSION = "1.34"
 DEFAULT_MIN_VERSION = "1.36"
 DEFAULT_FEATURE_GATE = "DRAConsumableCapacity"
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSION = "v1"
-
-# Minimum container runtimes (NRI + CDI) per upstream installation docs.
-RUNTIME_MINIMUMS = {"cri-o": "1.30", "containerd": "2.0"}
-
-# The chart's default tolerations.
-CHART_TOLERATIONS = [{"operator": "Exists", "effect": "NoSchedule"}]
-
-# Tolerations the DaemonSet controller adds to every daemon pod (hostNetwork pods
-# also get network-unavailable).
-DAEMONSET_TOLERATIONS = [
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
-    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists", "effect": "NoSchedule"},
-]
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def finding(check, severity, message, node=None, observed=None, required=None, fix=""):
@@ -125,15 +116,30 @@ def gate_enabled(metrics_text, gate=DEFAULT_FEATURE_GATE):
     return gates[gate]["enabled"]
 
 
-def check_feature_gate(metrics_text, gate=DEFAULT_FEATURE_GATE, error=None):
-    """``gate`` must be enabled on the API server (``kubernetes_feature_enabled``).
+def _gate_not_needed(metrics_text, gate):
+    """Individual mode: the gate is reported, never required."""
+    state = parse_feature_gates(metrics_text).get(gate) if metrics_text is not None else None
+    if state is None:
+        observed = "not checked"
+    else:
+        observed = "%s (%s)" % ("enabled" if state["enabled"] else "disabled", state["stage"] or "GA")
+    return [finding("feature_gate", OK, "%s is not needed in individual mode (%s)" % (gate, observed),
+                    observed=observed, required="not needed (individual mode)")]
+
+
+def check_feature_gate(metrics_text, gate=DEFAULT_FEATURE_GATE, error=None, mode=GROUPED):
+    """In grouped mode ``gate`` must be enabled on the API server
+    (``kubernetes_feature_enabled``); individual mode does not need it.
 
     ``metrics_text`` None (with ``error`` the reason) means the metrics could
     not be read: a warning, never a pass.
     """
+    if mode == INDIVIDUAL:
+        return _gate_not_needed(metrics_text, gate)
     required = "%s enabled" % gate
     fix = ("enable the feature gate %s on kube-apiserver, kube-scheduler, kube-controller-manager "
-           "and kubelet (--feature-gates=%s=true; on by default from Kubernetes 1.36)" % (gate, gate))
+           "and kubelet (--feature-gates=%s=true; on by default from Kubernetes 1.36), or use "
+           "individual mode (dra_cpu_cpu_device_mode: individual), which does not need it" % (gate, gate))
     if metrics_text is None:
         return [finding(
             "feature_gate", WARNING,
@@ -169,9 +175,15 @@ def check_feature_gate(metrics_text, gate=DEFAULT_FEATURE_GATE, error=None):
 
 
 def check_server_version(version, min_version=DEFAULT_MIN_VERSION, gate_on=None,
-                         gate=DEFAULT_FEATURE_GATE):
-    """The server must be >= ``min_version``; an older one passes only (as a
-    warning) when ``gate_on`` is True (the gate metric shows it enabled)."""
+                         gate=DEFAULT_FEATURE_GATE, mode=GROUPED):
+    """Every mode needs Kubernetes >= 1.34 (``resource.k8s.io/v1``).
+
+    Grouped mode needs >= ``min_version`` (where ``gate`` is on by default); an
+    older server passes only (as a warning) when ``gate_on`` is True (the gate
+    metric shows it enabled). Individual mode needs 1.34 only.
+    """
+    if mode == INDIVIDUAL:
+        min_version = RESOURCE_MIN_VERSION
     try:
         parsed = parse_kube_version(version)
     except VersionError as exc:
@@ -181,7 +193,18 @@ def check_server_version(version, min_version=DEFAULT_MIN_VERSION, gate_on=None,
     minimum = parse_version(min_version)
     observed = parsed.text
     required = ">= %s" % min_version
+    floor = RESOURCE_MIN_VERSION
+    if not version_at_least(parsed, parse_version(floor)) and version_at_least(minimum, parse_version(floor)):
+        return [finding(
+            "server_version", ERROR,
+            "Kubernetes %s predates %s, where resource.k8s.io/v1 (DRA) became GA; the driver needs it "
+            "in every mode" % (observed, floor),
+            observed=observed, required=">= %s" % floor,
+            fix="use a cluster with Kubernetes %s or newer" % floor)]
     if version_at_least(parsed, minimum):
+        if mode == INDIVIDUAL:
+            return [finding("server_version", OK, "Kubernetes %s (individual mode needs %s)" % (observed, floor),
+                            observed=observed, required=required)]
         return [finding("server_version", OK, "Kubernetes %s" % observed,
                         observed=observed, required=required)]
     if gate_on:
@@ -196,8 +219,9 @@ def check_server_version(version, min_version=DEFAULT_MIN_VERSION, gate_on=None,
         "Kubernetes %s predates %s, where %s became beta and on by default"
         % (observed, min_version, gate),
         observed=observed, required=required,
-        fix="use a cluster with Kubernetes %s or newer, or enable the %s feature gate on every "
-            "component" % (min_version, gate))]
+        fix="use a cluster with Kubernetes %s or newer, enable the %s feature gate on every "
+            "component, or use individual mode (dra_cpu_cpu_device_mode: individual), which runs on "
+            "Kubernetes %s without it" % (min_version, gate, RESOURCE_MIN_VERSION))]
 
 
 def served_group_versions(discovery):
@@ -229,216 +253,6 @@ def check_resource_api(discovery, group=RESOURCE_GROUP, version=RESOURCE_VERSION
         fix="use Kubernetes >= 1.34 or enable --runtime-config=%s=true on the API server" % wanted)]
 
 
-# --------------------------------------------------------------------------- per node
-
-
-def check_container_runtime(node, runtime_version):
-    """CRI-O >= 1.30 or containerd >= 2.0 (NRI and CDI)."""
-    required = "cri-o >= %s or containerd >= %s" % (RUNTIME_MINIMUMS["cri-o"], RUNTIME_MINIMUMS["containerd"])
-    name, version = parse_runtime_version(runtime_version)
-    observed = runtime_version or "unknown"
-    fix = "run the node on CRI-O >= 1.30 or containerd >= 2.0 with NRI and CDI enabled"
-    if name not in RUNTIME_MINIMUMS:
-        return [finding("container_runtime", ERROR,
-                        "node %s runs container runtime %s, which the driver does not support"
-                        % (node, observed),
-                        node=node, observed=observed, required=required, fix=fix)]
-    if version is None:
-        return [finding("container_runtime", ERROR,
-                        "node %s: cannot read the version of %s" % (node, observed),
-                        node=node, observed=observed, required=required, fix=fix)]
-    minimum = RUNTIME_MINIMUMS[name]
-    if version_at_least(version, minimum):
-        return [finding("container_runtime", OK, "node %s runs %s" % (node, observed),
-                        node=node, observed=observed, required=required)]
-    return [finding("container_runtime", ERROR,
-                    "node %s runs %s, older than %s %s" % (node, observed, name, minimum),
-                    node=node, observed=observed, required=required, fix=fix)]
-
-
-def parse_configz(configz):
-    """``cpuManagerPolicy`` from a kubelet ``/configz`` document (str or dict).
-
-    A missing field means the kubelet default ``none``. Raises ValueError when
-    the document is not a kubelet configz.
-    """
-    if isinstance(configz, bytes):
-        configz = configz.decode("utf-8", "replace")
-    if isinstance(configz, str):
-        configz = json.loads(configz)
-    if not isinstance(configz, dict):
-        raise ValueError("configz is not a JSON object")
-    config = configz.get("kubeletconfig")
-    if config is None:
-        config = configz.get("kubeletConfig")
-    if not isinstance(config, dict):
-        raise ValueError("configz has no kubeletconfig object")
-    return config.get("cpuManagerPolicy") or "none"
-
-
-def check_cpu_manager_policy(node, configz, error=None):
-    """The kubelet's ``cpuManagerPolicy`` must be ``none``.
-
-    ``configz`` None (``error`` the reason) or unparseable: a warning.
-    """
-    if configz is not None:
-        try:
-            policy = parse_configz(configz)
-        except (ValueError, TypeError) as exc:
-            configz, error = None, "unexpected /configz content: %s" % exc
-    if configz is None:
-        return [finding(
-            "cpu_manager_policy", WARNING,
-            "node %s: could not read the kubelet configuration%s; cpuManagerPolicy unknown"
-            % (node, ": %s" % error if error else ""),
-            node=node, observed="unknown", required="none",
-            fix="grant 'get' on nodes/proxy to this user, or check the kubelet's --cpu-manager-policy "
-                "by hand; set check_configz false to skip")]
-    if policy == "none":
-        return [finding("cpu_manager_policy", OK, "node %s: cpuManagerPolicy none" % node,
-                        node=node, observed=policy, required="none")]
-    return [finding(
-        "cpu_manager_policy", ERROR,
-        "node %s: kubelet cpuManagerPolicy is %s; the CPU manager and the CPU DRA driver cannot "
-        "share a node" % (node, policy),
-        node=node, observed=policy, required="none",
-        fix="run the kubelet with cpuManagerPolicy none (kubevirtci starts worker nodes with "
-            "--cpu-manager-policy=static), or keep the driver off the node with "
-            "dra_cpu_skip_incompatible_nodes: true")]
-
-
-def node_cpu_count(node_obj):
-    """CPU count from ``status.capacity.cpu`` of a Node (int) or None."""
-    capacity = ((node_obj or {}).get("status") or {}).get("capacity") or {}
-    value = capacity.get("cpu")
-    if value is None:
-        return None
-    text = str(value).strip()
-    try:
-        if text.endswith("m"):
-            return int(text[:-1]) // 1000
-        return int(float(text))
-    except ValueError:
-        return None
-
-
-def check_reserved_cpus(node, reserved, cpu_count):
-    """Every reserved CPU id must exist on the node (ids < capacity cpu count),
-    and at least one CPU must be left for the driver."""
-    reserved = sorted(set(int(c) for c in reserved or ()))
-    observed = "%s CPUs" % cpu_count if cpu_count is not None else "unknown"
-    required = "reserved CPUs %s present" % (format_cpuset(reserved) or "(none)")
-    if not reserved:
-        return [finding("reserved_cpus", OK, "node %s: no reserved CPUs" % node,
-                        node=node, observed=observed, required=required)]
-    if cpu_count is None:
-        return [finding("reserved_cpus", WARNING,
-                        "node %s does not report its CPU capacity; cannot check reserved CPUs %s"
-                        % (node, format_cpuset(reserved)),
-                        node=node, observed=observed, required=required, fix="")]
-    missing = [c for c in reserved if c >= cpu_count]
-    fix = "set dra_cpu_reserved_cpus to CPU ids between 0 and %d on this node" % (cpu_count - 1)
-    if missing:
-        return [finding("reserved_cpus", ERROR,
-                        "node %s has %d CPUs (0-%d); reserved CPUs %s do not exist"
-                        % (node, cpu_count, cpu_count - 1, format_cpuset(missing)),
-                        node=node, observed=observed, required=required, fix=fix)]
-    if len(reserved) >= cpu_count:
-        return [finding("reserved_cpus", ERROR,
-                        "node %s: all %d CPUs are reserved, the driver would publish nothing"
-                        % (node, cpu_count),
-                        node=node, observed=observed, required="at least one unreserved CPU", fix=fix)]
-    return [finding("reserved_cpus", OK,
-                    "node %s: reserved CPUs %s of %d" % (node, format_cpuset(reserved), cpu_count),
-                    node=node, observed=observed, required=required)]
-
-
-# --------------------------------------------------------------------------- placement
-
-
-def _tolerates(toleration, taint):
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if not key:
-        return operator == "Exists"
-    if key != taint.get("key"):
-        return False
-    if operator == "Exists":
-        return True
-    return (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def untolerated_taints(node_obj, tolerations):
-    """NoSchedule/NoExecute taints of a node that ``tolerations`` (plus the
-    DaemonSet controller's own) do not tolerate."""
-    all_tolerations = list(tolerations or []) + DAEMONSET_TOLERATIONS
-    taints = ((node_obj or {}).get("spec") or {}).get("taints") or []
-    out = []
-    for taint in taints:
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(_tolerates(t, taint) for t in all_tolerations):
-            out.append(taint)
-    return out
-
-
-def _taint_text(taint):
-    text = taint.get("key") or ""
-    if taint.get("value"):
-        text += "=" + taint["value"]
-    return "%s:%s" % (text, taint.get("effect"))
-
-
-def node_name(node_obj):
-    return ((node_obj or {}).get("metadata") or {}).get("name")
-
-
-def eligible_nodes(nodes, node_selector=None, tolerations=None):
-    """Which nodes the driver DaemonSet will run on.
-
-    Returns ``(eligible, excluded)``: ``eligible`` a sorted list of node
-    names; ``excluded`` a list of ``{node, reason}``.
-    """
-    node_selector = node_selector or {}
-    tolerations = CHART_TOLERATIONS if tolerations is None else tolerations
-    eligible = []
-    excluded = []
-    for obj in sorted(nodes or [], key=lambda n: node_name(n) or ""):
-        name = node_name(obj)
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        mismatched = ["%s=%s" % (k, v) for k, v in sorted(node_selector.items())
-                      if labels.get(k) != str(v)]
-        if mismatched:
-            excluded.append({"node": name, "reason": "nodeSelector %s does not match" % ", ".join(mismatched)})
-            continue
-        taints = untolerated_taints(obj, tolerations)
-        if taints:
-            excluded.append({"node": name, "reason": "taint %s not tolerated"
-                             % ", ".join(_taint_text(t) for t in taints)})
-            continue
-        eligible.append(name)
-    return eligible, excluded
-
-
-def check_eligible_nodes(eligible, excluded):
-    """At least one node must be able to run the driver."""
-    observed = "%d eligible, %d excluded" % (len(eligible), len(excluded))
-    details = "; ".join("%s: %s" % (e["node"], e["reason"]) for e in excluded)
-    if not eligible:
-        return [finding(
-            "eligible_nodes", ERROR,
-            "no node can run the driver DaemonSet%s" % (" (%s)" % details if details else ""),
-            observed=observed, required="at least one node",
-            fix="adjust the chart's nodeSelector/tolerations (dra_cpu_chart_values) or the node taints")]
-    message = "the driver will run on %s" % ", ".join(eligible)
-    if details:
-        message += "; not on %s" % details
-    return [finding("eligible_nodes", OK, message, observed=observed, required="at least one node")]
-
-
 # --------------------------------------------------------------------------- outcome
 
 
@@ -453,80 +267,6 @@ def apply_ignore(findings, ignore):
             item["message"] += " (ignored: %s is in the preflight ignore list)" % item["check"]
         out.append(item)
     return out
-
-
-def node_affinity(excluded_hostnames):
-    """A chart ``affinity`` value keeping the driver off the given hostnames.
-
-    Uses ``kubernetes.io/hostname NotIn`` (the DaemonSet controller replaces
-    ``matchFields`` terms, so ``metadata.name`` cannot be used). {} when the
-    list is empty.
-    """
-    values = sorted(set(excluded_hostnames or []))
-    if not values:
-        return {}
-    return {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{
-                    "matchExpressions": [{
-                        "key": HOSTNAME_LABEL,
-                        "operator": "NotIn",
-                        "values": values,
-                    }],
-                }],
-            },
-        },
-    }
-
-
-def plan_skip(findings, skip_incompatible_nodes, supports_affinity, eligible, hostnames=None):
-    """Turn per-node errors into skipped nodes when asked to.
-
-    ``hostnames`` maps node name -> its ``kubernetes.io/hostname`` label.
-    Returns ``(findings, skipped_nodes, affinity)``. Without
-    ``skip_incompatible_nodes`` nothing changes. When the chart cannot take
-    a node affinity, the per-node errors stay and one more error says so.
-    When every eligible node would be skipped, an ``eligible_nodes`` error is
-    added.
-    """
-    hostnames = hostnames or {}
-    if not skip_incompatible_nodes:
-        return list(findings), [], {}
-    reasons = {}
-    for item in findings:
-        if item["severity"] == ERROR and item["node"] and item["check"] in NODE_CHECKS:
-            reasons.setdefault(item["node"], [])
-            if item["check"] not in reasons[item["node"]]:
-                reasons[item["node"]].append(item["check"])
-    if not reasons:
-        return list(findings), [], {}
-    skipped = [{"node": node, "reasons": reasons[node]} for node in sorted(reasons)]
-    if not supports_affinity:
-        extra = finding(
-            "eligible_nodes", ERROR,
-            "cannot keep the driver off %s: this chart version has no affinity value "
-            "(node affinity needs chart >= 0.3.0)" % ", ".join(sorted(reasons)),
-            observed="chart without affinity", required="chart >= 0.3.0",
-            fix="use chart 0.3.0 or newer, or fix the nodes")
-        return list(findings) + [extra], [], {}
-    out = []
-    for item in findings:
-        item = dict(item)
-        if item["severity"] == ERROR and item["node"] in reasons and item["check"] in NODE_CHECKS:
-            item["severity"] = WARNING
-            item["message"] += " (node skipped: the driver will not run there)"
-        out.append(item)
-    remaining = [n for n in eligible if n not in reasons]
-    if not remaining:
-        out.append(finding(
-            "eligible_nodes", ERROR,
-            "every eligible node is incompatible (%s); nothing left to run the driver on"
-            % ", ".join(sorted(reasons)),
-            observed="0 compatible nodes", required="at least one node",
-            fix="fix at least one node (see the findings above)"))
-    affinity = node_affinity([hostnames.get(n, n) for n in reasons])
-    return out, skipped, affinity
 
 
 def summarize(findings):

@@ -1,19 +1,13 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""ResourceSlices of dra-driver-cpu -> pools, completeness and CPU topology.
+"""Complete pools -> the CPU topology of each node and of the cluster.
 
-Pure functions over ResourceSlice objects as plain dicts (the JSON shape of
-``resource.k8s.io/v1``). Nothing here talks to a cluster.
+Owns: reading the devices of a complete pool (attributes, ``<driver>/cpu``
+capacity, the cell each device belongs to) and the shape of the
+``dra_cpu_topology`` fact. Which slices form a complete pool is
+slice_pools.py; the sizing rule is sizing.py; the table is
+topology_table.py. Pure functions; nothing here talks to a cluster.
 
-Rules (see docs/internals.md and the driver reference):
-
-* Slices are grouped by pool (``spec.pool.name``); the node of a pool is
-  ``spec.nodeName``. Slice names are never looked at: they changed between
-  driver releases.
-* A pool is complete when the number of its slices at the pool's highest
-  ``spec.pool.generation`` equals ``spec.pool.resourceSliceCount`` of those
-  slices. Slices of older generations are left-overs of an update and are
-  ignored.
 * Grouped mode: one device per cell (NUMA node, socket or the machine) with
   capacity ``<driver>/cpu``; the cell's allocatable CPUs are that capacity.
 * Individual mode: one device per CPU and no capacity; cells are the NUMA
@@ -35,8 +29,11 @@ import re
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import (
     format_cpuset,
 )
-
-DEFAULT_DRIVER = "dra.cpu"
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.slice_pools import (
+    DEFAULT_DRIVER,
+    group_pools,
+    pools_by_node,
+)
 
 GROUPED = "grouped"
 INDIVIDUAL = "individual"
@@ -61,7 +58,7 @@ class TopologyError(ValueError):
     """The slices cannot be turned into a topology."""
 
 
-# --------------------------------------------------------------------------- helpers
+# --------------------------------------------------------------------------- devices
 
 
 def parse_quantity(value):
@@ -86,33 +83,9 @@ def parse_quantity(value):
     return number
 
 
-def _spec(obj):
-    return (obj or {}).get("spec") or {}
-
-
-def _pool(obj):
-    return _spec(obj).get("pool") or {}
-
-
-def _int(value, default=0):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def slice_node(obj):
-    """The node a slice belongs to (``spec.nodeName``) or None."""
-    return _spec(obj).get("nodeName") or None
-
-
-def slice_name(obj):
-    return ((obj or {}).get("metadata") or {}).get("name") or ""
-
-
 def _devices(obj):
     devices = []
-    for device in _spec(obj).get("devices") or []:
+    for device in ((obj or {}).get("spec") or {}).get("devices") or []:
         if isinstance(device, dict) and "basic" in device and isinstance(device["basic"], dict):
             # v1beta1 shape: fields under "basic"
             merged = dict(device["basic"])
@@ -144,100 +117,6 @@ def device_capacity(device, driver=DEFAULT_DRIVER):
         if key in capacity:
             return parse_quantity(capacity[key])
     return None
-
-
-# --------------------------------------------------------------------------- pools
-
-
-def group_pools(slices, driver=DEFAULT_DRIVER):
-    """Group slices by pool and judge each pool's completeness.
-
-    Returns ``{pool_name: pool}`` where pool is a dict with keys ``name``,
-    ``node``, ``generation`` (highest seen), ``resource_slice_count``
-    (declared at that generation), ``slices`` (the slices at that
-    generation), ``published`` (their number), ``stale_slices`` (number of
-    slices of older generations), ``complete`` (bool) and ``reason`` (why it is
-    not complete, '' when complete). Slices of other drivers are ignored.
-    """
-    by_pool = {}
-    for obj in slices or []:
-        spec = _spec(obj)
-        if driver and spec.get("driver") not in (None, driver):
-            continue
-        pool = _pool(obj)
-        name = pool.get("name") or slice_node(obj)
-        if not name:
-            continue
-        by_pool.setdefault(name, []).append(obj)
-
-    result = {}
-    for name, members in by_pool.items():
-        generation = max(_int(_pool(s).get("generation")) for s in members)
-        current = [s for s in members if _int(_pool(s).get("generation")) == generation]
-        counts = sorted(set(_int(_pool(s).get("resourceSliceCount"), 1) for s in current))
-        declared = counts[-1]
-        nodes = sorted(set(n for n in (slice_node(s) for s in current) if n))
-        published = len(current)
-        reason = ""
-        if len(counts) > 1:
-            reason = ("slices at generation %d disagree on resourceSliceCount (%s)"
-                      % (generation, ", ".join(str(c) for c in counts)))
-        elif published < declared:
-            reason = ("%d of %d slices published at generation %d"
-                      % (published, declared, generation))
-        elif published > declared:
-            reason = ("%d slices at generation %d but resourceSliceCount is %d"
-                      % (published, generation, declared))
-        result[name] = {
-            "name": name,
-            "node": nodes[0] if nodes else None,
-            "generation": generation,
-            "resource_slice_count": declared,
-            "slices": sorted(current, key=slice_name),
-            "published": published,
-            "stale_slices": len(members) - published,
-            "complete": not reason,
-            "reason": reason,
-        }
-    return result
-
-
-def pools_by_node(pools):
-    """Map node name -> its pool (the pool named after the node wins)."""
-    out = {}
-    for name in sorted(pools):
-        pool = pools[name]
-        node = pool["node"]
-        if not node:
-            continue
-        if node not in out or name == node:
-            out[node] = pool
-    return out
-
-
-def pool_progress(slices, targets, driver=DEFAULT_DRIVER):
-    """Where each target node stands: ``{complete, missing, incomplete}``.
-
-    ``complete``: sorted node names with a complete pool; ``missing``: sorted
-    node names without any slice; ``incomplete``: ``{node: reason}``.
-    """
-    by_node = pools_by_node(group_pools(slices, driver))
-    progress = {"complete": [], "missing": [], "incomplete": {}}
-    for node in sorted(set(targets)):
-        pool = by_node.get(node)
-        if pool is None:
-            progress["missing"].append(node)
-        elif pool["complete"]:
-            progress["complete"].append(node)
-        else:
-            progress["incomplete"][node] = pool["reason"]
-    return progress
-
-
-def all_complete(slices, targets, driver=DEFAULT_DRIVER):
-    """True when every node in ``targets`` has a complete pool."""
-    progress = pool_progress(slices, targets, driver)
-    return not progress["missing"] and not progress["incomplete"]
 
 
 # --------------------------------------------------------------------------- topology
@@ -372,17 +251,18 @@ def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
         if not pool["complete"]:
             continue
         node_facts[node] = node_topology(pool, driver)
+    return cluster_topology(node_facts, driver)
 
-    all_cells = []
+
+def cluster_topology(node_facts, driver=DEFAULT_DRIVER):
+    """The ``dra_cpu_topology`` facts from the per-node topologies (``{node: node_topology()}``)."""
+    largest = smallest = None
     for node in sorted(node_facts):
         for cell in node_facts[node]["cells"]:
-            all_cells.append((node, cell))
-    largest = smallest = None
-    for node, cell in all_cells:
-        if largest is None or cell["allocatable_cpus"] > largest[1]["allocatable_cpus"]:
-            largest = (node, cell)
-        if smallest is None or cell["allocatable_cpus"] < smallest[1]["allocatable_cpus"]:
-            smallest = (node, cell)
+            if largest is None or cell["allocatable_cpus"] > largest[1]["allocatable_cpus"]:
+                largest = (node, cell)
+            if smallest is None or cell["allocatable_cpus"] < smallest[1]["allocatable_cpus"]:
+                smallest = (node, cell)
 
     def _ref(item):
         if item is None:
@@ -399,200 +279,3 @@ def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
         "largest_cell": _ref(largest),
         "smallest_cell": _ref(smallest),
     }
-
-
-# --------------------------------------------------------------------------- sizing
-
-
-def expected_cells(num_vcpu, num_cells, reserved=()):
-    """The kubevirtci sizing rule for one node.
-
-    The VM's ``num_vcpu`` CPUs are split evenly and contiguously over
-    ``num_cells`` NUMA cells (cell i holds CPUs i*V/N .. (i+1)*V/N-1); each
-    cell's allocatable CPUs are its CPUs minus the reserved ones in it.
-    Returns ``[{id, cpus, reserved, allocatable_cpus, allocatable}]`` where
-    ``cpus`` / ``allocatable`` are cpuset strings. Raises TopologyError when
-    the split is uneven.
-    """
-    num_vcpu = int(num_vcpu)
-    num_cells = int(num_cells)
-    if num_vcpu <= 0 or num_cells <= 0:
-        raise TopologyError("vCPUs (%d) and cells (%d) must be positive" % (num_vcpu, num_cells))
-    if num_vcpu % num_cells:
-        raise TopologyError("%d vCPUs cannot be split evenly over %d NUMA cells" % (num_vcpu, num_cells))
-    per_cell = num_vcpu // num_cells
-    reserved = set(int(c) for c in reserved or ())
-    cells = []
-    for index in range(num_cells):
-        cpus = set(range(index * per_cell, (index + 1) * per_cell))
-        cells.append({
-            "id": index,
-            "cpus": format_cpuset(cpus),
-            "reserved": format_cpuset(cpus & reserved),
-            "allocatable": format_cpuset(cpus - reserved),
-            "allocatable_cpus": len(cpus - reserved),
-        })
-    return cells
-
-
-def _problem(node, cell, observed, expected, message):
-    return {"node": node, "cell": cell, "observed": observed, "expected": expected, "message": message}
-
-
-def check_sizing(topology, expected_cells_per_node=None, expected_cpus_per_node=None,
-                 reserved_cpus=()):
-    """Compare the published topology with the kubevirtci sizing rule.
-
-    Returns a list of problems ``{node, cell, observed, expected, message}``
-    (empty when everything matches). With both expectations, every node must
-    have the expected cells with ``V/N - reserved-in-cell`` allocatable CPUs
-    (grouped mode omits a cell left with no CPU; individual mode also checks
-    the CPU ids of each cell when published). With only one of them, the
-    number of cells or the node total is checked.
-    """
-    problems = []
-    reserved = sorted(set(int(c) for c in reserved_cpus or ()))
-    cells_n = int(expected_cells_per_node) if expected_cells_per_node not in (None, "") else None
-    cpus_n = int(expected_cpus_per_node) if expected_cpus_per_node not in (None, "") else None
-    if cells_n is None and cpus_n is None:
-        return problems
-
-    plan = None
-    node_total = None
-    if cpus_n is not None:
-        outside = [c for c in reserved if c >= cpus_n]
-        if outside:
-            problems.append(_problem(
-                None, None, format_cpuset(outside), "0-%d" % (cpus_n - 1),
-                "reserved CPUs %s do not exist on a node with %d CPUs"
-                % (format_cpuset(outside), cpus_n)))
-        node_total = cpus_n - len([c for c in reserved if c < cpus_n])
-        if cells_n is not None:
-            try:
-                plan = expected_cells(cpus_n, cells_n, reserved)
-            except TopologyError as exc:
-                problems.append(_problem(None, None, cpus_n, "a multiple of %d" % cells_n, str(exc)))
-                return problems
-
-    nodes = topology.get("nodes") or {}
-    if not nodes:
-        problems.append(_problem(None, None, 0, "at least one node", "no node has published its CPUs"))
-        return problems
-
-    for name in sorted(nodes):
-        node = nodes[name]
-        cells = node.get("cells") or []
-        by_id = dict((c["id"], c) for c in cells)
-        group_by = node.get("group_by")
-        per_cell_rule = group_by == NUMANODE or node.get("mode") == INDIVIDUAL
-
-        if node_total is not None and node.get("allocatable_cpus") != node_total:
-            problems.append(_problem(
-                name, None, node.get("allocatable_cpus"), node_total,
-                "node %s publishes %s allocatable CPUs, expected %d (%d CPUs - %d reserved)"
-                % (name, node.get("allocatable_cpus"), node_total, cpus_n, cpus_n - node_total)))
-
-        if group_by == MACHINE and cells_n is not None and len(cells) != 1:
-            problems.append(_problem(name, None, len(cells), 1,
-                                     "node %s: machine grouping should publish one cell, found %d"
-                                     % (name, len(cells))))
-        if not per_cell_rule:
-            continue
-
-        if plan is None:
-            if cells_n is not None and len(cells) != cells_n:
-                problems.append(_problem(
-                    name, None, len(cells), cells_n,
-                    "node %s publishes %d NUMA cells, expected %d" % (name, len(cells), cells_n)))
-            continue
-
-        wanted = [c for c in plan if c["allocatable_cpus"] > 0]
-        wanted_ids = [c["id"] for c in wanted]
-        observed_ids = sorted(by_id)
-        if observed_ids != wanted_ids:
-            problems.append(_problem(
-                name, None, observed_ids, wanted_ids,
-                "node %s publishes cells %s, expected cells %s (%d CPUs over %d NUMA cells, reserved %s)"
-                % (name, _ids(observed_ids), _ids(wanted_ids), cpus_n, cells_n,
-                   format_cpuset(reserved) or "none")))
-        for cell in wanted:
-            got = by_id.get(cell["id"])
-            if got is None:
-                continue
-            if got["allocatable_cpus"] != cell["allocatable_cpus"]:
-                problems.append(_problem(
-                    name, cell["id"], got["allocatable_cpus"], cell["allocatable_cpus"],
-                    "node %s cell %d has %d allocatable CPUs, expected %d (CPUs %s minus reserved %s)"
-                    % (name, cell["id"], got["allocatable_cpus"], cell["allocatable_cpus"],
-                       cell["cpus"], cell["reserved"] or "none")))
-            elif "cpus" in got and got["cpus"] != cell["allocatable"]:
-                problems.append(_problem(
-                    name, cell["id"], got["cpus"], cell["allocatable"],
-                    "node %s cell %d holds CPUs %s, expected the contiguous CPUs %s"
-                    % (name, cell["id"], got["cpus"], cell["allocatable"])))
-    return problems
-
-
-def _ids(ids):
-    return "[" + ", ".join(str(i) for i in ids) + "]"
-
-
-def check_min_cell_cpus(topology, min_cell_cpus):
-    """None when some cell has at least ``min_cell_cpus`` allocatable CPUs,
-    else a message with the numbers."""
-    if min_cell_cpus in (None, ""):
-        return None
-    need = int(min_cell_cpus)
-    largest = topology.get("largest_cell")
-    if largest and largest["allocatable_cpus"] >= need:
-        return None
-    cells = []
-    for node in sorted(topology.get("nodes") or {}):
-        for cell in topology["nodes"][node]["cells"]:
-            cells.append("%s/%s=%s" % (node, cell["id"], cell["allocatable_cpus"]))
-    if not largest:
-        return "no cell can hold a VM of %d host CPUs: no CPU is published" % need
-    return ("no cell can hold a VM of %d host CPUs: the largest cell is node %s cell %s with %d "
-            "allocatable CPUs (cells: %s)"
-            % (need, largest["node"], largest["id"], largest["allocatable_cpus"], ", ".join(cells)))
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _device_list(devices):
-    if len(devices) <= 3:
-        return ",".join(devices)
-    return "%s..%s (%d)" % (devices[0], devices[-1], len(devices))
-
-
-def render_table(topology):
-    """A readable table (list of lines): node, cell, devices, allocatable CPUs."""
-    header = ("NODE", "CELL", "DEVICES", "ALLOCATABLE")
-    rows = []
-    nodes = topology.get("nodes") or {}
-    for node in sorted(nodes):
-        for cell in nodes[node]["cells"]:
-            rows.append((node, str(cell["id"]), _device_list(cell["devices"]),
-                         str(cell["allocatable_cpus"])))
-    widths = [len(h) for h in header]
-    for row in rows:
-        widths = [max(w, len(v)) for w, v in zip(widths, row)]
-
-    def line(values):
-        return "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
-
-    lines = [line(header)]
-    lines.extend(line(row) for row in rows)
-    if not rows:
-        lines.append("(no CPUs published)")
-    mode = topology.get("mode") or "-"
-    group_by = topology.get("group_by") or "-"
-    lines.append("driver %s, mode %s, cells by %s, %d node(s), %d allocatable CPUs"
-                 % (topology.get("driver"), mode, group_by, len(nodes),
-                    topology.get("total_allocatable_cpus", 0)))
-    largest = topology.get("largest_cell")
-    if largest:
-        lines.append("largest VM (dedicated host CPUs in one claim): %d (node %s cell %s)"
-                     % (topology.get("max_vm_host_cpus", 0), largest["node"], largest["id"]))
-    return lines

@@ -177,17 +177,6 @@ def parse_runtime_version(text):
     return name, parsed
 
 
-def compare_versions(left, right):
-    """Return -1, 0 or 1 comparing two versions (strings or Version)."""
-    a = _coerce(left)
-    b = _coerce(right)
-    if a < b:
-        return -1
-    if a > b:
-        return 1
-    return 0
-
-
 def version_at_least(version, minimum, ignore_prerelease=True):
     """True when ``version >= minimum``.
 
@@ -205,15 +194,6 @@ def version_at_least(version, minimum, ignore_prerelease=True):
 def is_semver(text):
     """True for a strict semver 2.0 string (``0.3.0``, ``1.0.0-rc.1+b5``)."""
     return bool(text) and isinstance(text, str) and bool(_SEMVER.match(text))
-
-
-def parse_semver(text):
-    """Parse a strict semver string; raises VersionError."""
-    if not is_semver(text):
-        raise VersionError("'%s' is not a semantic version like 0.3.0" % (text,))
-    match = _SEMVER.match(text)
-    return Version(match.group("major"), match.group("minor"), match.group("patch"),
-                   match.group("pre"), match.group("build"), text=text)
 
 
 def is_helm_version(text):

@@ -4,7 +4,7 @@
 
 ``SliceWaiter.wait`` lists ResourceSlices with the field selector
 ``spec.driver=<driver>`` and watches from the list's resourceVersion until
-every target node has a complete pool (see topology.pool_progress). It
+every target node has a complete pool (see slice_pools.pool_progress). It
 re-lists only when the server says the resourceVersion is too old (410 Gone)
 and reconnects the watch (from the last resourceVersion seen) after a
 connection error or a server-side watch timeout, all within the deadline.
@@ -14,8 +14,9 @@ while some target is still missing or incomplete, every NODE_CHECK_INTERVAL
 seconds (one list of node names: a node whose driver never published anything
 has no slice whose deletion would tell).
 
-Also here: which nodes run a driver pod, and the timeout report (pod phase,
-container states, last log lines).
+Owns the list/watch loop only. Which nodes run a driver pod is in
+driver_pods.py; the timeout report (pod phase, container states, last log
+lines) in pod_diagnostics.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,7 +26,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.slice_pools import (
     DEFAULT_DRIVER,
     pool_progress,
     slice_node,
@@ -309,145 +310,3 @@ class SliceWaiter(object):
         if start is not None:
             out["elapsed"] = round(self.clock() - start, 3)
         return out
-
-
-# ---------------------------------------------------------------------- pods
-
-
-def pod_node(pod):
-    """The node a pod runs on, or (pending DaemonSet pod) the node its
-    ``metadata.name`` node-affinity term points at."""
-    spec = (pod or {}).get("spec") or {}
-    if spec.get("nodeName"):
-        return spec["nodeName"]
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    for term in required.get("nodeSelectorTerms") or []:
-        for field in term.get("matchFields") or []:
-            if field.get("key") == "metadata.name" and field.get("operator") == "In":
-                values = field.get("values") or []
-                if len(values) == 1:
-                    return values[0]
-    return None
-
-
-def driver_nodes(pods):
-    """Sorted node names that run (or are about to run) a driver pod."""
-    nodes = set()
-    for pod in pods or []:
-        phase = ((pod.get("status") or {}).get("phase"))
-        if phase in ("Succeeded", "Failed"):
-            continue
-        if _meta(pod).get("deletionTimestamp"):
-            continue
-        node = pod_node(pod)
-        if node:
-            nodes.add(node)
-    return sorted(nodes)
-
-
-def pod_state(pod):
-    """``{name, phase, reason, message, containers: [{name, ready, restarts, state, reason}]}``."""
-    status = (pod or {}).get("status") or {}
-    containers = []
-    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-        state = cs.get("state") or {}
-        current = next(iter(state), "unknown") if state else "unknown"
-        detail = state.get(current) or {}
-        entry = {
-            "name": cs.get("name"),
-            "ready": bool(cs.get("ready")),
-            "restarts": cs.get("restartCount", 0),
-            "state": current,
-            "reason": detail.get("reason") or "",
-        }
-        last = (cs.get("lastState") or {}).get("terminated") or {}
-        if last:
-            entry["last_termination"] = "%s (exit %s)" % (last.get("reason") or "terminated",
-                                                          last.get("exitCode"))
-        containers.append(entry)
-    return {
-        "name": _meta(pod).get("name"),
-        "phase": status.get("phase") or "Unknown",
-        "reason": status.get("reason") or "",
-        "message": status.get("message") or "",
-        "containers": containers,
-    }
-
-
-def describe_pod(state):
-    """One line: ``pod p Running; container dracpu waiting CrashLoopBackOff, 5 restarts``."""
-    text = "pod %s %s" % (state["name"], state["phase"])
-    if state["reason"]:
-        text += " (%s)" % state["reason"]
-    parts = []
-    for c in state["containers"]:
-        part = "container %s %s" % (c["name"], c["state"])
-        if c["reason"]:
-            part += " %s" % c["reason"]
-        if c["restarts"]:
-            part += ", %d restarts" % c["restarts"]
-        if c.get("last_termination"):
-            part += ", last %s" % c["last_termination"]
-        parts.append(part)
-    if parts:
-        text += "; " + "; ".join(parts)
-    return text
-
-
-def pending_report(api, result, namespace, pod_selector, log_lines=20, container=None):
-    """Per node still missing or incomplete: state, reason, driver pod, logs.
-
-    Returns a list of ``{node, state, reason, pod, logs}``; I/O errors are
-    reported in the entries rather than raised.
-    """
-    progress = result["progress"]
-    entries = []
-    pods_by_node = {}
-    pod_error = None
-    try:
-        for pod in api.list_pods(namespace, pod_selector):
-            node = pod_node(pod)
-            if node:
-                pods_by_node.setdefault(node, []).append(pod)
-    except KubeRequestError as exc:
-        pod_error = exc.message
-    pending = [(n, "missing", "no ResourceSlice published") for n in progress["missing"]]
-    pending += [(n, "incomplete", r) for n, r in sorted(progress["incomplete"].items())]
-    for node, state, reason in sorted(pending):
-        entry = {"node": node, "state": state, "reason": reason, "pod": None, "logs": []}
-        pods = pods_by_node.get(node) or []
-        if pod_error:
-            entry["pod_error"] = pod_error
-        elif not pods:
-            entry["pod_error"] = "no driver pod on this node (namespace %s, selector %s)" % (namespace, pod_selector)
-        else:
-            pod = pods[0]
-            entry["pod"] = pod_state(pod)
-            if log_lines and entry["pod"]["phase"] != "Pending":
-                try:
-                    text = api.pod_log(namespace, entry["pod"]["name"], container=container, tail_lines=log_lines)
-                    entry["logs"] = text.splitlines()[-int(log_lines):]
-                except KubeRequestError as exc:
-                    entry["logs_error"] = exc.message
-        entries.append(entry)
-    return entries
-
-
-def timeout_message(driver, timeout, entries, stats=None):
-    """The failure message listing each pending node with its pod and logs."""
-    lines = ["timed out after %ss waiting for the ResourceSlices of driver %s on %d node(s):"
-             % (timeout, driver, len(entries))]
-    for entry in entries:
-        line = "- %s: %s" % (entry["node"], entry["reason"])
-        if entry.get("pod"):
-            line += "; " + describe_pod(entry["pod"])
-        elif entry.get("pod_error"):
-            line += "; " + entry["pod_error"]
-        lines.append(line)
-        if entry.get("logs"):
-            lines.append("  last log lines of %s:" % entry["pod"]["name"])
-            lines.extend("    " + log for log in entry["logs"])
-        elif entry.get("logs_error"):
-            lines.append("  logs unavailable: %s" % entry["logs_error"])
-    return "\n".join(lines)

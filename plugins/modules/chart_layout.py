@@ -116,6 +116,12 @@ report:
   description: One line saying which mapping was used.
   returned: success
   type: str
+schema_requirements:
+  description:
+    - What validating the chart's C(values.schema.json) needs from helm (C(min_helm), C(draft), C(reasons),
+      C(misread); see module_utils/helm_schema.py). Returned only when the chart was read.
+  returned: when O(path) is set
+  type: dict
 """
 
 import json
@@ -125,6 +131,7 @@ import tarfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import chart_layout as cl
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm_schema import schema_requirements
 
 try:
     import yaml
@@ -176,7 +183,7 @@ def main():
         chart_values=dict(type="dict", default={}),
     ), supports_check_mode=True)
     p = module.params
-    metadata, defaults = {}, {}
+    metadata, defaults, schema = {}, {}, None
     if p["path"]:
         try:
             files = read_chart(p["path"])
@@ -196,6 +203,7 @@ def main():
     except cl.ChartLayoutError as exc:
         module.fail_json(msg=str(exc), layout=layout)
     image = cl.image_of(defaults, metadata, values) if p["path"] else ""
+    extra = {"schema_requirements": schema_requirements(schema)} if p["path"] else {}
     module.exit_json(
         changed=False,
         layout=layout,
@@ -204,6 +212,7 @@ def main():
         image=image,
         app_version=str(metadata.get("appVersion") or ""),
         report=cl.report_line(layout),
+        **extra
     )
 
 

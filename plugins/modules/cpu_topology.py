@@ -165,14 +165,19 @@ ansible_facts:
           type: dict
           sample: {node: node01, id: 0, allocatable_cpus: 4}
 summary:
-  description: A table of node, cell, devices and allocatable CPUs, one line per list item.
+  description:
+    - A table of node, cell, devices and allocatable CPUs with a total per node, then the largest VM that fits
+      and the largest and smallest cells; one line per list item (the role prints it as it is).
   returned: success
   type: list
   elements: str
   sample:
-    - "NODE    CELL  DEVICES        ALLOCATABLE"
-    - "node01  0     cpudevnuma000  4"
-    - "node01  1     cpudevnuma001  6"
+    - "NODE    CELL  DEVICES               ALLOCATABLE CPUS"
+    - "node01     0  cpudevnuma000         4"
+    - "node01     1  cpudevnuma001         6"
+    - "node01  total                       10"
+    - "largest VM that fits: 6 host CPUs (a claim takes all its CPUs from one cell)"
+    - "largest cell: node01 cell 1, 6 CPUs; smallest cell: node01 cell 0, 4 CPUs"
 targets:
   description: The nodes waited for (deleted nodes removed).
   returned: always
@@ -210,23 +215,20 @@ wait_stats:
 
 import gc
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as topo
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_table import render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.waiter import (
-    SliceWaiter,
-    driver_nodes,
-    pending_report,
-    timeout_message,
-)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import driver_nodes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.pod_diagnostics import pending_report, timeout_message
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.waiter import SliceWaiter
 
 
 def argument_spec():
@@ -317,13 +319,13 @@ def run(api, params, reserved, clock=None, sleep=None):
 
     facts = topo.build_topology(waited["slices"], params["driver"], nodes=waited["targets"] or None)
     result["ansible_facts"] = {"dra_cpu_topology": facts}
-    result["summary"] = topo.render_table(facts)
+    result["summary"] = render_table(facts)
 
-    problems = topo.check_sizing(facts, params.get("expected_cells_per_node"),
+    problems = sizing.check_sizing(facts, params.get("expected_cells_per_node"),
                                  params.get("expected_cpus_per_node"), reserved)
     result["sizing_problems"] = problems
     messages = [p["message"] for p in problems]
-    too_small = topo.check_min_cell_cpus(facts, params.get("min_cell_cpus"))
+    too_small = sizing.check_min_cell_cpus(facts, params.get("min_cell_cpus"))
     if too_small:
         messages.append(too_small)
     if messages:
@@ -333,7 +335,7 @@ def run(api, params, reserved, clock=None, sleep=None):
 
 def main():
     module = AnsibleK8SModule(
-        module_class=AnsibleModule,
+        module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
         argument_spec=argument_spec(),
         supports_check_mode=True,
     )

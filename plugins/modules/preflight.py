@@ -1,6 +1,9 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
+# The preflight module: its options, documentation and exit. What it reads and in which order is in
+# module_utils/preflight_gather.py; the rules in preflight_rules.py and preflight_nodes.py; the
+# report text in preflight_report.py.
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,9 +18,11 @@ author:
 description:
   - Reads the cluster and reports one finding per check, with the node (where relevant), the observed
     and the required value and a hint how to fix it.
-  - "Checks: C(server_version) (>= O(min_version), or older with the feature gate shown on),
-    C(resource_api) (C(resource.k8s.io/v1) served), C(feature_gate) (O(feature_gate) enabled, from the
-    API server's C(kubernetes_feature_enabled) metric; unreadable metrics give a warning, not a pass),
+  - "Checks: C(server_version) (every mode needs Kubernetes >= 1.34; grouped mode >= O(min_version), or
+    1.34/1.35 with the feature gate shown on), C(resource_api) (C(resource.k8s.io/v1) served),
+    C(feature_gate) (grouped mode: O(feature_gate) enabled, from the API server's
+    C(kubernetes_feature_enabled) metric, unreadable metrics give a warning, not a pass; individual
+    mode does not need the gate and only reports its state),
     C(eligible_nodes) (the nodes the driver DaemonSet will run on, from O(node_selector) and the taints
     O(tolerations) do not cover), and per eligible node C(container_runtime) (CRI-O >= 1.30 or
     containerd >= 2.0), C(cpu_manager_policy) (kubelet C(cpuManagerPolicy) must be C(none), read
@@ -35,12 +40,22 @@ extends_documentation_fragment:
   - kubevirtci.dra_cpu.read_only
   - kubevirtci.dra_cpu.read_only.cluster
 options:
+  cpu_device_mode:
+    description:
+      - The driver's device mode; it decides the version and feature-gate requirements (upstream's
+        compatibility table). V(grouped) uses consumable capacity and needs O(feature_gate) (alpha in
+        Kubernetes 1.34/1.35, on by default from 1.36); V(individual) runs on 1.34 and newer without it.
+    type: str
+    default: grouped
+    choices: [grouped, individual]
   min_version:
-    description: Oldest Kubernetes version accepted without further proof.
+    description:
+      - In grouped mode, the oldest Kubernetes version accepted without the feature gate shown on.
+        Every mode needs 1.34 (C(resource.k8s.io/v1)).
     type: str
     default: '1.36'
   feature_gate:
-    description: The feature gate the grouped CPU devices need.
+    description: The feature gate grouped CPU devices need (individual mode does not).
     type: str
     default: DRAConsumableCapacity
   node_selector:
@@ -203,6 +218,21 @@ node_affinity:
       (C(kubernetes.io/hostname NotIn [...])); {} when none is skipped.
   returned: always
   type: dict
+cluster:
+  description:
+    - The cluster checked, for the role's "about to change" line. C(server) is the API server URL,
+      C(context) the kubeconfig context used (null without a kubeconfig), C(kubeconfig) the file.
+  returned: when the cluster could be read
+  type: dict
+  sample: {server: "https://127.0.0.1:6443", context: kind-kind, kubeconfig: /home/user/.kube/config}
+report:
+  description:
+    - The report as lines of text, one per finding after a header line, then one per node the driver is
+      kept off; the role prints it. When preflight could not check at all, one line saying why.
+  returned: always
+  type: list
+  elements: str
+  sample: ["Preflight: 0 error(s), 0 warning(s); checked nodes: node01", "[OK] server_version: Kubernetes v1.36.3"]
 installed:
   description:
     - What is installed in O(namespace) already. V(readable=false) (with V(error)) when it could not be
@@ -241,28 +271,29 @@ installed:
 import copy
 import gc
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec, describe_target
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_nodes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart_values import supports_node_affinity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import installed
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight_gather import run_checks
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import parse_version
 
 
 def argument_spec():
     spec = dict(
+        cpu_device_mode=dict(type="str", default=rules.GROUPED, choices=list(rules.MODES)),
         min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),
         feature_gate=dict(type="str", default=rules.DEFAULT_FEATURE_GATE),
         node_selector=dict(type="dict", default={}),
-        tolerations=dict(type="list", elements="dict", default=copy.deepcopy(rules.CHART_TOLERATIONS)),
+        tolerations=dict(type="list", elements="dict", default=copy.deepcopy(preflight_nodes.CHART_TOLERATIONS)),
         reserved_cpus=dict(type="str", default=""),
         ignore=dict(type="list", elements="str", default=[], choices=list(rules.CHECKS)),
         skip_incompatible_nodes=dict(type="bool", default=False),
@@ -277,102 +308,14 @@ def argument_spec():
     return spec
 
 
-def read_installed(api, params):
-    """The namespace and the helm release as they are now (read-only)."""
-    try:
-        namespace = installed.namespace_state(
-            params["namespace"], api.get_namespace(params["namespace"]), params["namespace_labels"])
-        release = {}
-        # a terminating namespace takes its release with it: the role waits and installs afresh
-        if params["release_name"] and namespace["exists"] and not namespace["terminating"]:
-            secrets = api.list_secrets(params["namespace"], installed.release_selector(params["release_name"]))
-            release = installed.release_state(params["release_name"], secrets)
-    except KubeRequestError as exc:
-        return {"readable": False, "error": exc.message}
-    return {
-        "readable": True,
-        "namespace": namespace,
-        "release": release,
-        "chart_fetch_needed": installed.chart_fetch_needed(release, params["chart"], params["chart_version"]),
-    }
-
-
-def run_checks(api, params, reserved):
-    """Gather the data and run every rule. Returns the result dict."""
-    findings = []
-    result = {"server_version": None}
-
-    version = api.version()
-    result["server_version"] = version.get("gitVersion")
-
-    metrics, metrics_error = None, None
-    try:
-        metrics = api.metrics()
-    except KubeRequestError as exc:
-        metrics_error = exc.message
-    gate_on = rules.gate_enabled(metrics, params["feature_gate"]) if metrics is not None else None
-
-    findings += rules.check_server_version(version, params["min_version"], gate_on, params["feature_gate"])
-    try:
-        findings += rules.check_resource_api(api.api_groups())
-    except KubeRequestError as exc:
-        findings.append(rules.finding("resource_api", rules.ERROR, "cannot read the API groups: %s" % exc.message,
-                                      observed="unknown", required="resource.k8s.io/v1",
-                                      fix="grant get on the non-resource URL /apis"))
-    findings += rules.check_feature_gate(metrics, params["feature_gate"], metrics_error)
-
-    try:
-        nodes = api.list_nodes()
-    except KubeRequestError as exc:
-        findings.append(rules.finding("eligible_nodes", rules.ERROR, "cannot list the nodes: %s" % exc.message,
-                                      observed="unknown", required="at least one node",
-                                      fix="grant list on nodes to this user"))
-        nodes = None
-
-    eligible, excluded = [], []
-    hostnames = {}
-    if nodes is not None:
-        eligible, excluded = rules.eligible_nodes(nodes, params["node_selector"], params["tolerations"])
-        findings += rules.check_eligible_nodes(eligible, excluded)
-        by_name = dict((rules.node_name(n), n) for n in nodes)
-        for name in eligible:
-            obj = by_name[name]
-            labels = (obj.get("metadata") or {}).get("labels") or {}
-            hostnames[name] = labels.get(rules.HOSTNAME_LABEL, name)
-            runtime = ((obj.get("status") or {}).get("nodeInfo") or {}).get("containerRuntimeVersion")
-            findings += rules.check_container_runtime(name, runtime)
-            if params["check_configz"]:
-                configz, configz_error = None, None
-                try:
-                    configz = api.configz(name)
-                except KubeRequestError as exc:
-                    configz_error = exc.message
-                findings += rules.check_cpu_manager_policy(name, configz, configz_error)
-            findings += rules.check_reserved_cpus(name, reserved, rules.node_cpu_count(obj))
-
-    findings = rules.apply_ignore(findings, params["ignore"])
-    findings, skipped, affinity = rules.plan_skip(
-        findings, params["skip_incompatible_nodes"], supports_node_affinity(params["chart_version"]),
-        eligible, hostnames)
-    summary = rules.summarize(findings)
-    result.update(
-        findings=findings,
-        error_count=summary["errors"],
-        warning_count=summary["warnings"],
-        passed=summary["passed"],
-        checked_nodes=eligible,
-        excluded_nodes=excluded,
-        skipped_nodes=skipped,
-        node_affinity=affinity,
-    )
-    if params["namespace"]:
-        result["installed"] = read_installed(api, params)
-    return result, summary["message"]
+def could_not_run(module, message):
+    """Fail before any finding, with the one-line report the role prints."""
+    module.fail_json(msg=message, report=preflight_report.could_not_run(message))
 
 
 def main():
     module = AnsibleK8SModule(
-        module_class=AnsibleModule,
+        module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
         argument_spec=argument_spec(),
         supports_check_mode=True,
     )
@@ -380,30 +323,32 @@ def main():
     try:
         reserved = parse_cpuset(params["reserved_cpus"])
     except CpusetError as exc:
-        module.fail_json(msg="reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
+        could_not_run(module, "reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
     try:
         supports_node_affinity(params["chart_version"])
     except ValueError as exc:
-        module.fail_json(msg="chart_version: %s" % exc)
+        could_not_run(module, "chart_version: %s" % exc)
     try:
         parse_version(params["min_version"])
     except ValueError as exc:
-        module.fail_json(msg="min_version: %s" % exc)
+        could_not_run(module, "min_version: %s" % exc)
 
     try:
         client = get_api_client(module)
     except CoreException as exc:
-        module.fail_json(msg="cannot create a Kubernetes client: %s" % exc)
+        could_not_run(module, "cannot create a Kubernetes client: %s" % exc)
     except Exception as exc:  # kubeconfig errors surface as various exception types
-        module.fail_json(msg="cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
+        could_not_run(module, "cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
     api = RawApi(client.client)
     try:
         result, message = run_checks(api, params, reserved)
     except KubeRequestError as exc:
-        module.fail_json(msg="preflight could not read the cluster: %s" % exc.message)
+        could_not_run(module, "preflight could not read the cluster: %s" % exc.message)
     # done with the cluster: exempt the client's large heap from the collector so the interpreter
     # does not spend ~0.5 s tearing it down after the result is written (as cpu_topology does)
     gc.freeze()
+    # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
+    result["cluster"] = describe_target(params, client.configuration.host)
     if not result["passed"]:
         module.fail_json(msg=message, changed=False, **result)
     module.exit_json(changed=False, **result)

@@ -2,7 +2,9 @@
 # Builds (once) the real programs of the test cluster from pinned Go modules into a cache keyed by
 # version, outside the checkout. A second run, or a fresh clone on the same machine, builds nothing.
 #
-#   build.sh [all|etcd|helm|kubernetes]     prints the directory holding the binaries
+#   build.sh [all|etcd|helm|helm-old|kubernetes]   prints the directory holding the binaries
+#   (helm-old, not part of all: every tools/helm-v*/ pin, helms older than the cluster's that the
+#   tests use as the "too old helm on PATH"; one directory per line; `make build` builds it)
 #
 # Knobs: CLUSTER_K8S_VERSION (v1.36.3), CLUSTER_ETCD_VERSION (from tools/etcd/go.mod),
 #        CLUSTER_CACHE_DIR (${XDG_CACHE_HOME:-$HOME/.cache}/kubevirtci-dra-cpu)
@@ -77,6 +79,18 @@ build_helm() {
   echo "$cache/helm/$v"
 }
 
+build_helm_old() { # each tools/helm-v*/ (a go.mod pinning an older helm v3) -> $cache/helm/<version>
+  local dir v
+  for dir in "$here"/tools/helm-v*/; do
+    [ -f "$dir/go.mod" ] || continue
+    v=$(mod_version helm.sh/helm/v3 "$dir/go.mod")
+    go_build "helm $v" "$dir" "$cache/helm/$v" \
+      "-X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+      helm.sh/helm/v3/cmd/helm
+    echo "$cache/helm/$v"
+  done
+}
+
 build_kubernetes() {
   local dir="$here/tools/kubernetes/$k8s_version"
   if [ ! -f "$dir/go.mod" ]; then
@@ -93,7 +107,8 @@ build_kubernetes() {
 case "$what" in
   etcd) build_etcd ;;
   helm) build_helm ;;
+  helm-old) build_helm_old ;;
   kubernetes) build_kubernetes ;;
   all) build_etcd; build_helm; build_kubernetes ;;
-  *) echo "usage: $0 [all|etcd|helm|kubernetes]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes]" >&2; exit 2 ;;
 esac

@@ -169,3 +169,27 @@ def test_kubernetes_135_with_the_gate_on_is_a_warning_and_installs(cluster_facto
     assert v.rc == 0, v
     text = " ".join(str(res.get("msg", "")) for _, res in v.tasks())
     assert "node01" in text and "cpudevnuma001" in text, text
+
+
+@built_135
+def test_kubernetes_135_individual_mode_without_the_gate_installs(cluster_135):
+    """Upstream's compatibility table: individual mode needs no DRAConsumableCapacity, so the real
+    1.35 control plane with the gate off (its default) installs, and the real scheduler allocates an
+    individual-mode claim (count: N devices) for a Guaranteed pod."""
+    r = run_playbook(cluster_135, "install", extra_vars={"dra_cpu_cpu_device_mode": "individual"})
+    try:
+        assert r.rc == 0, r
+        pre = r.result("Check the cluster's prerequisites")
+        by_check = {f["check"]: f for f in pre["findings"] if f["node"] is None}
+        assert by_check["server_version"]["severity"] == "ok", by_check
+        assert by_check["feature_gate"]["severity"] == "ok", by_check
+        assert by_check["feature_gate"]["observed"].startswith("disabled"), by_check
+        topo = r.fact("dra_cpu_topology")
+        assert topo["mode"] == "individual" and topo["max_vm_host_cpus"] == 6, topo
+        v = run_playbook(cluster_135, "verify", extra_vars={"dra_cpu_cpu_device_mode": "individual"})
+        assert v.rc == 0, v
+        text = " ".join(str(res.get("msg", "")) for _, res in v.tasks())
+        assert "claim for 6 CPUs allocated" in text and "node01" in text, text
+    finally:
+        u = run_playbook(cluster_135, "uninstall")
+        assert u.rc == 0, u

@@ -9,7 +9,6 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import (
     MAX_CPU_ID,
     CpusetError,
     format_cpuset,
-    normalize_cpuset,
     parse_cpuset,
     parse_cpuset_detailed,
 )
@@ -89,7 +88,3 @@ def test_custom_bound():
 ])
 def test_format(cpus, text):
     assert format_cpuset(cpus) == text
-
-
-def test_normalize_roundtrip():
-    assert normalize_cpuset("7,6,0-1, 4") == "0-1,4,6-7"

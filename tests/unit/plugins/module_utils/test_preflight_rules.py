@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_nodes as n
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as r
 
 METRICS = """# HELP kubernetes_feature_enabled [BETA] This metric records the data about the stage and enablement of a k8s feature.
@@ -133,15 +134,15 @@ def test_resource_api():
     ("", "error"),
 ])
 def test_container_runtime(runtime, severity):
-    f = only(r.check_container_runtime("node02", runtime))
+    f = only(n.check_container_runtime("node02", runtime))
     assert f["severity"] == severity
     assert f["node"] == "node02"
 
 
 def test_container_runtime_message_names_node():
-    f = only(r.check_container_runtime("node02", "containerd://1.7.27"))
+    f = only(n.check_container_runtime("node02", "containerd://1.7.27"))
     assert f["message"] == "node node02 runs containerd://1.7.27, older than containerd 2.0"
-    f = only(r.check_container_runtime("node03", "docker://24.0.7"))
+    f = only(n.check_container_runtime("node03", "docker://24.0.7"))
     assert f["message"] == "node node03 runs container runtime docker://24.0.7, which the driver does not support"
 
 
@@ -149,25 +150,25 @@ def test_container_runtime_message_names_node():
 
 
 def test_parse_configz():
-    assert r.parse_configz({"kubeletconfig": {"cpuManagerPolicy": "static"}}) == "static"
-    assert r.parse_configz(json.dumps({"kubeletconfig": {"staticPodPath": "/x"}})) == "none"
-    assert r.parse_configz(b'{"kubeletconfig": {"cpuManagerPolicy": "none"}}') == "none"
+    assert n.parse_configz({"kubeletconfig": {"cpuManagerPolicy": "static"}}) == "static"
+    assert n.parse_configz(json.dumps({"kubeletconfig": {"staticPodPath": "/x"}})) == "none"
+    assert n.parse_configz(b'{"kubeletconfig": {"cpuManagerPolicy": "none"}}') == "none"
     with pytest.raises(ValueError):
-        r.parse_configz({"other": {}})
+        n.parse_configz({"other": {}})
     with pytest.raises(ValueError):
-        r.parse_configz("not json")
+        n.parse_configz("not json")
 
 
 def test_cpu_manager_policy():
-    f = only(r.check_cpu_manager_policy("node01", {"kubeletconfig": {}}))
+    f = only(n.check_cpu_manager_policy("node01", {"kubeletconfig": {}}))
     assert (f["severity"], f["observed"]) == ("ok", "none")
-    f = only(r.check_cpu_manager_policy("node02", {"kubeletconfig": {"cpuManagerPolicy": "static"}}))
+    f = only(n.check_cpu_manager_policy("node02", {"kubeletconfig": {"cpuManagerPolicy": "static"}}))
     assert (f["severity"], f["observed"], f["node"]) == ("error", "static", "node02")
     assert "dra_cpu_skip_incompatible_nodes" in f["fix"]
-    f = only(r.check_cpu_manager_policy("node03", None, error="permission denied: cannot get nodes/proxy"))
+    f = only(n.check_cpu_manager_policy("node03", None, error="permission denied: cannot get nodes/proxy"))
     assert (f["severity"], f["observed"]) == ("warning", "unknown")
     assert "permission denied: cannot get nodes/proxy" in f["message"]
-    f = only(r.check_cpu_manager_policy("node04", "<html>"))
+    f = only(n.check_cpu_manager_policy("node04", "<html>"))
     assert f["severity"] == "warning"
 
 
@@ -183,21 +184,21 @@ def node(name, cpu="12", labels=None, taints=None):
 
 
 def test_node_cpu_count():
-    assert r.node_cpu_count(node("a", "12")) == 12
-    assert r.node_cpu_count(node("a", "4000m")) == 4
-    assert r.node_cpu_count({"status": {}}) is None
+    assert n.node_cpu_count(node("a", "12")) == 12
+    assert n.node_cpu_count(node("a", "4000m")) == 4
+    assert n.node_cpu_count({"status": {}}) is None
 
 
 def test_reserved_cpus():
-    assert only(r.check_reserved_cpus("n", [0, 1], 12))["severity"] == "ok"
-    assert only(r.check_reserved_cpus("n", [], 12))["severity"] == "ok"
-    f = only(r.check_reserved_cpus("n", [0, 1, 12, 13], 12))
+    assert only(n.check_reserved_cpus("n", [0, 1], 12))["severity"] == "ok"
+    assert only(n.check_reserved_cpus("n", [], 12))["severity"] == "ok"
+    f = only(n.check_reserved_cpus("n", [0, 1, 12, 13], 12))
     assert f["severity"] == "error"
     assert f["message"] == "node n has 12 CPUs (0-11); reserved CPUs 12-13 do not exist"
-    f = only(r.check_reserved_cpus("n", [0, 1], 2))
+    f = only(n.check_reserved_cpus("n", [0, 1], 2))
     assert f["severity"] == "error"
     assert "all 2 CPUs are reserved" in f["message"]
-    assert only(r.check_reserved_cpus("n", [0], None))["severity"] == "warning"
+    assert only(n.check_reserved_cpus("n", [0], None))["severity"] == "warning"
 
 
 # ------------------------------------------------------------------ placement
@@ -210,7 +211,7 @@ def test_eligible_nodes_default_tolerations():
         node("node03", taints=[{"key": "soft", "effect": "PreferNoSchedule"}]),
         node("node04", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]),
     ]
-    eligible, excluded = r.eligible_nodes(nodes)
+    eligible, excluded = n.eligible_nodes(nodes)
     assert eligible == ["node01", "node03", "node04"]
     assert excluded == [{"node": "node02", "reason": "taint dedicated=gpu:NoExecute not tolerated"}]
 
@@ -218,30 +219,30 @@ def test_eligible_nodes_default_tolerations():
 def test_eligible_nodes_selector_and_custom_tolerations():
     nodes = [node("a", labels={"cpu": "dra"}), node("b"),
              node("c", labels={"cpu": "dra"}, taints=[{"key": "x", "value": "1", "effect": "NoSchedule"}])]
-    eligible, excluded = r.eligible_nodes(nodes, {"cpu": "dra"}, tolerations=[])
+    eligible, excluded = n.eligible_nodes(nodes, {"cpu": "dra"}, tolerations=[])
     assert eligible == ["a"]
     assert excluded == [{"node": "b", "reason": "nodeSelector cpu=dra does not match"},
                         {"node": "c", "reason": "taint x=1:NoSchedule not tolerated"}]
     tolerations = [{"key": "x", "operator": "Equal", "value": "1"}]
-    eligible, _excluded = r.eligible_nodes(nodes, {"cpu": "dra"}, tolerations=tolerations)
+    eligible, _excluded = n.eligible_nodes(nodes, {"cpu": "dra"}, tolerations=tolerations)
     assert eligible == ["a", "c"]
     tolerations = [{"key": "x", "operator": "Equal", "value": "2"}]
-    eligible, _excluded = r.eligible_nodes(nodes, {"cpu": "dra"}, tolerations=tolerations)
+    eligible, _excluded = n.eligible_nodes(nodes, {"cpu": "dra"}, tolerations=tolerations)
     assert eligible == ["a"]
 
 
 def test_check_eligible_nodes():
-    f = only(r.check_eligible_nodes([], [{"node": "a", "reason": "taint t:NoExecute not tolerated"}]))
+    f = only(n.check_eligible_nodes([], [{"node": "a", "reason": "taint t:NoExecute not tolerated"}]))
     assert f["severity"] == "error"
     assert f["message"] == "no node can run the driver DaemonSet (a: taint t:NoExecute not tolerated)"
-    assert only(r.check_eligible_nodes(["a"], []))["severity"] == "ok"
+    assert only(n.check_eligible_nodes(["a"], []))["severity"] == "ok"
 
 
 # ------------------------------------------------------------------ ignore / skip / summary
 
 
 def _static(node_name):
-    return only(r.check_cpu_manager_policy(node_name, {"kubeletconfig": {"cpuManagerPolicy": "static"}}))
+    return only(n.check_cpu_manager_policy(node_name, {"kubeletconfig": {"cpuManagerPolicy": "static"}}))
 
 
 def test_apply_ignore():
@@ -253,17 +254,17 @@ def test_apply_ignore():
 
 
 def test_node_affinity():
-    assert r.node_affinity([]) == {}
-    assert r.node_affinity(["node03", "node02", "node02"]) == {"nodeAffinity": {
+    assert n.node_affinity([]) == {}
+    assert n.node_affinity(["node03", "node02", "node02"]) == {"nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
             {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["node02", "node03"]}]}]}}}
 
 
 def test_plan_skip():
     findings = [_static("node02"), _static("node03"),
-                only(r.check_container_runtime("node03", "containerd://1.7.27")),
+                only(n.check_container_runtime("node03", "containerd://1.7.27")),
                 only(r.check_server_version("v1.36.3"))]
-    out, skipped, affinity = r.plan_skip(findings, True, True, ["node01", "node02", "node03"],
+    out, skipped, affinity = n.plan_skip(findings, True, True, ["node01", "node02", "node03"],
                                          hostnames={"node03": "host-3"})
     assert skipped == [{"node": "node02", "reasons": ["cpu_manager_policy"]},
                        {"node": "node03", "reasons": ["cpu_manager_policy", "container_runtime"]}]
@@ -275,8 +276,8 @@ def test_plan_skip():
 
 def test_plan_skip_disabled_or_unsupported():
     findings = [_static("node02")]
-    assert r.plan_skip(findings, False, True, ["node02"]) == (findings, [], {})
-    out, skipped, affinity = r.plan_skip(findings, True, False, ["node01", "node02"])
+    assert n.plan_skip(findings, False, True, ["node02"]) == (findings, [], {})
+    out, skipped, affinity = n.plan_skip(findings, True, False, ["node01", "node02"])
     assert skipped == [] and affinity == {}
     assert out[-1]["severity"] == "error"
     assert out[-1]["message"] == ("cannot keep the driver off node02: this chart version has no affinity value "
@@ -284,7 +285,7 @@ def test_plan_skip_disabled_or_unsupported():
 
 
 def test_plan_skip_nothing_left():
-    out, skipped, _affinity = r.plan_skip([_static("node02")], True, True, ["node02"])
+    out, skipped, _affinity = n.plan_skip([_static("node02")], True, True, ["node02"])
     assert [s["node"] for s in skipped] == ["node02"]
     assert out[-1]["check"] == "eligible_nodes"
     assert out[-1]["severity"] == "error"
@@ -297,3 +298,54 @@ def test_summarize():
     assert s["message"].startswith("preflight failed with 1 error(s): node node02 [cpu_manager_policy]: ")
     assert "(observed static); fix: run the kubelet" in s["message"]
     assert r.summarize([])["message"] == ""
+
+
+# ------------------------------------------------------------------ requirements per device mode
+# upstream's compatibility table (docs/user/installation.md): Kubernetes 1.34 for every mode;
+# grouped mode needs DRAConsumableCapacity (alpha in 1.34/1.35, on by default from 1.36)
+
+GATE_OFF_135 = METRICS.replace('"DRAConsumableCapacity",stage="BETA"} 1', '"DRAConsumableCapacity",stage="ALPHA"} 0')
+
+
+@pytest.mark.parametrize("mode,version,gate_on,severity,required", [
+    ("grouped", "v1.36.3", None, "ok", ">= 1.36"),
+    ("grouped", "v1.35.4", False, "error", ">= 1.36"),
+    ("grouped", "v1.35.4", True, "warning", ">= 1.36"),
+    ("grouped", "v1.34.0", True, "warning", ">= 1.36"),
+    ("grouped", "v1.33.5", True, "error", ">= 1.34"),
+    ("individual", "v1.36.3", None, "ok", ">= 1.34"),
+    ("individual", "v1.35.4", False, "ok", ">= 1.34"),
+    ("individual", "v1.34.1", None, "ok", ">= 1.34"),
+    ("individual", "v1.33.5", None, "error", ">= 1.34"),
+])
+def test_server_version_per_mode(mode, version, gate_on, severity, required):
+    f = only(r.check_server_version(version, gate_on=gate_on, mode=mode))
+    assert (f["severity"], f["required"]) == (severity, required), f
+
+
+def test_server_version_below_134_names_the_dra_api():
+    f = only(r.check_server_version("v1.33.5", mode="individual"))
+    assert f["message"] == ("Kubernetes v1.33.5 predates 1.34, where resource.k8s.io/v1 (DRA) became GA; "
+                            "the driver needs it in every mode")
+
+
+def test_grouped_on_135_without_the_gate_points_at_individual_mode():
+    f = only(r.check_server_version("v1.35.4", gate_on=False))
+    assert f["message"] == "Kubernetes v1.35.4 predates 1.36, where DRAConsumableCapacity became beta and on by default"
+    assert "dra_cpu_cpu_device_mode: individual" in f["fix"]
+    g = only(r.check_feature_gate(GATE_OFF_135))
+    assert g["severity"] == "error" and "dra_cpu_cpu_device_mode: individual" in g["fix"]
+
+
+@pytest.mark.parametrize("metrics,observed", [
+    (GATE_OFF_135, "disabled (ALPHA)"),
+    (METRICS, "enabled (BETA)"),
+    (None, "not checked"),
+    ("up 1\n", "not checked"),
+])
+def test_individual_mode_does_not_need_the_gate(metrics, observed):
+    f = only(r.check_feature_gate(metrics, error="denied" if metrics is None else None, mode="individual"))
+    assert f["severity"] == "ok"
+    assert f["observed"] == observed
+    assert f["required"] == "not needed (individual mode)"
+    assert f["message"] == "DRAConsumableCapacity is not needed in individual mode (%s)" % observed

@@ -7,6 +7,8 @@ import copy
 
 import pytest
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import slice_pools
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as t
 
 
@@ -71,7 +73,7 @@ def test_grouped_machine(slices):
 def test_individual_smt_chunks(slices):
     items = slices("individual_smt_chunks.yaml")
     assert len(items) == 2
-    pools = t.group_pools(items)
+    pools = slice_pools.group_pools(items)
     assert pools["node01"]["published"] == 2
     assert pools["node01"]["resource_slice_count"] == 2
     assert pools["node01"]["complete"] is True
@@ -89,11 +91,11 @@ def test_individual_smt_chunks(slices):
 
 def test_one_chunk_missing_is_incomplete(slices):
     items = slices("individual_smt_chunks.yaml")[:1]
-    pools = t.group_pools(items)
+    pools = slice_pools.group_pools(items)
     assert pools["node01"]["complete"] is False
     assert pools["node01"]["reason"] == "1 of 2 slices published at generation 1"
     assert t.build_topology(items)["nodes"] == {}
-    assert t.pool_progress(items, ["node01"]) == {
+    assert slice_pools.pool_progress(items, ["node01"]) == {
         "complete": [], "missing": [], "incomplete": {"node01": "1 of 2 slices published at generation 1"}}
 
 
@@ -102,7 +104,7 @@ def test_one_chunk_missing_is_incomplete(slices):
 
 def test_two_generations(slices):
     items = slices("two_generations.yaml")
-    pools = t.group_pools(items)
+    pools = slice_pools.group_pools(items)
     assert pools["node01"]["generation"] == 2
     assert pools["node01"]["stale_slices"] == 1
     assert pools["node01"]["complete"] is True
@@ -115,12 +117,10 @@ def test_two_generations(slices):
     assert [c["allocatable_cpus"] for c in topo["nodes"]["node01"]["cells"]] == [2, 6]
     # node02's older complete generation is not a fallback
     assert "node02" not in topo["nodes"]
-    progress = t.pool_progress(items, ["node01", "node02", "node03"])
+    progress = slice_pools.pool_progress(items, ["node01", "node02", "node03"])
     assert progress["complete"] == ["node01"]
     assert progress["missing"] == ["node03"]
     assert list(progress["incomplete"]) == ["node02"]
-    assert t.all_complete(items, ["node01"]) is True
-    assert t.all_complete(items, ["node01", "node02"]) is False
 
 
 def test_v010_names_and_other_drivers(slices):
@@ -150,9 +150,9 @@ def test_disagreeing_counts_and_surplus():
                                                      "pool": {"name": "n", "generation": gen,
                                                               "resourceSliceCount": count},
                                                      "devices": []}}
-    pools = t.group_pools([mk(1, 1, "a"), mk(1, 2, "b")])
+    pools = slice_pools.group_pools([mk(1, 1, "a"), mk(1, 2, "b")])
     assert pools["n"]["reason"] == "slices at generation 1 disagree on resourceSliceCount (1, 2)"
-    pools = t.group_pools([mk(1, 1, "a"), mk(1, 1, "b")])
+    pools = slice_pools.group_pools([mk(1, 1, "a"), mk(1, 1, "b")])
     assert pools["n"]["reason"] == "2 slices at generation 1 but resourceSliceCount is 1"
 
 
@@ -194,36 +194,36 @@ def test_parse_quantity_invalid(value):
 
 
 def test_expected_cells_reference():
-    cells = t.expected_cells(12, 2, [0, 1])
+    cells = sizing.expected_cells(12, 2, [0, 1])
     assert cells == [
         {"id": 0, "cpus": "0-5", "reserved": "0-1", "allocatable": "2-5", "allocatable_cpus": 4},
         {"id": 1, "cpus": "6-11", "reserved": "", "allocatable": "6-11", "allocatable_cpus": 6},
     ]
     with pytest.raises(t.TopologyError) as exc:
-        t.expected_cells(12, 5)
+        sizing.expected_cells(12, 5)
     assert str(exc.value) == "12 vCPUs cannot be split evenly over 5 NUMA cells"
 
 
 def test_sizing_matches(slices):
     for name in ("reference_grouped_numanode.yaml", "reference_individual.yaml"):
         topo = t.build_topology(slices(name))
-        assert t.check_sizing(topo, 2, 12, [0, 1]) == []
-        assert t.check_sizing(topo, None, 12, [0, 1]) == []
-        assert t.check_sizing(topo, 2, None, [0, 1]) == []
-        assert t.check_sizing(topo) == []
+        assert sizing.check_sizing(topo, 2, 12, [0, 1]) == []
+        assert sizing.check_sizing(topo, None, 12, [0, 1]) == []
+        assert sizing.check_sizing(topo, 2, None, [0, 1]) == []
+        assert sizing.check_sizing(topo) == []
 
 
 def test_sizing_mismatch_numbers(slices):
     topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
-    problems = t.check_sizing(topo, 2, 12, [0, 1, 2, 3])
+    problems = sizing.check_sizing(topo, 2, 12, [0, 1, 2, 3])
     assert [p["message"] for p in problems] == [
         "node node-a publishes 10 allocatable CPUs, expected 8 (12 CPUs - 4 reserved)",
         "node node-a cell 0 has 4 allocatable CPUs, expected 2 (CPUs 0-5 minus reserved 0-3)",
     ]
     assert problems[1]["observed"] == 4 and problems[1]["expected"] == 2 and problems[1]["cell"] == 0
-    problems = t.check_sizing(topo, 3, 12, [0, 1])
+    problems = sizing.check_sizing(topo, 3, 12, [0, 1])
     assert problems[0]["message"].startswith("node node-a publishes cells [0, 1], expected cells [0, 1, 2]")
-    problems = t.check_sizing(topo, 4, None, [])
+    problems = sizing.check_sizing(topo, 4, None, [])
     assert problems[0]["message"] == "node node-a publishes 2 NUMA cells, expected 4"
 
 
@@ -235,7 +235,7 @@ def test_sizing_fully_reserved_cell_is_omitted():
                                     "attributes": {"dra.cpu/numaNodeID": {"int": 1}},
                                     "capacity": {"dra.cpu/cpu": {"value": "2"}}}]}}
     topo = t.build_topology([slice_])
-    assert t.check_sizing(topo, 2, 4, [0, 1]) == []
+    assert sizing.check_sizing(topo, 2, 4, [0, 1]) == []
 
 
 def test_sizing_individual_contiguity(slices):
@@ -245,7 +245,7 @@ def test_sizing_individual_contiguity(slices):
     devices[0]["attributes"]["dra.cpu/cpuID"] = {"int": 11}
     devices[9]["attributes"]["dra.cpu/cpuID"] = {"int": 2}
     topo = t.build_topology(items)
-    messages = [p["message"] for p in t.check_sizing(topo, 2, 12, [0, 1])]
+    messages = [p["message"] for p in sizing.check_sizing(topo, 2, 12, [0, 1])]
     assert messages == [
         "node node-a cell 0 holds CPUs 3-5,11, expected the contiguous CPUs 2-5",
         "node node-a cell 1 holds CPUs 2,6-10, expected the contiguous CPUs 6-11",
@@ -254,47 +254,25 @@ def test_sizing_individual_contiguity(slices):
 
 def test_sizing_reserved_outside_and_uneven(slices):
     topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
-    problems = t.check_sizing(topo, 5, 12, [0, 1])
+    problems = sizing.check_sizing(topo, 5, 12, [0, 1])
     assert problems == [{"node": None, "cell": None, "observed": 12, "expected": "a multiple of 5",
                          "message": "12 vCPUs cannot be split evenly over 5 NUMA cells"}]
-    problems = t.check_sizing(topo, None, 12, [0, 1, 12, 13])
+    problems = sizing.check_sizing(topo, None, 12, [0, 1, 12, 13])
     assert problems[0]["message"] == "reserved CPUs 12-13 do not exist on a node with 12 CPUs"
 
 
 def test_sizing_machine_and_no_nodes(slices):
     topo = t.build_topology(slices("grouped_machine.yaml"))
-    assert t.check_sizing(topo, 2, 12, [0, 1]) == []
-    assert t.check_sizing(t.build_topology([]), 2, 12, [])[0]["message"] == "no node has published its CPUs"
+    assert sizing.check_sizing(topo, 2, 12, [0, 1]) == []
+    assert sizing.check_sizing(t.build_topology([]), 2, 12, [])[0]["message"] == "no node has published its CPUs"
 
 
 def test_min_cell_cpus(slices):
     topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
-    assert t.check_min_cell_cpus(topo, 6) is None
-    assert t.check_min_cell_cpus(topo, None) is None
-    assert t.check_min_cell_cpus(topo, 7) == (
+    assert sizing.check_min_cell_cpus(topo, 6) is None
+    assert sizing.check_min_cell_cpus(topo, None) is None
+    assert sizing.check_min_cell_cpus(topo, 7) == (
         "no cell can hold a VM of 7 host CPUs: the largest cell is node node-a cell 1 with 6 "
         "allocatable CPUs (cells: node-a/0=4, node-a/1=6)")
-    assert t.check_min_cell_cpus(t.build_topology([]), 1) == (
+    assert sizing.check_min_cell_cpus(t.build_topology([]), 1) == (
         "no cell can hold a VM of 1 host CPUs: no CPU is published")
-
-
-# ------------------------------------------------------------------ rendering
-
-
-def test_render_table(slices):
-    lines = t.render_table(t.build_topology(slices("v010_names_two_nodes.yaml")))
-    assert lines == [
-        "NODE    CELL  DEVICES        ALLOCATABLE",
-        "node01  0     cpudevnuma000  4",
-        "node01  1     cpudevnuma001  6",
-        "node02  0     cpudevnuma000  4",
-        "node02  1     cpudevnuma001  6",
-        "driver dra.cpu, mode grouped, cells by numanode, 2 node(s), 20 allocatable CPUs",
-        "largest VM (dedicated host CPUs in one claim): 6 (node node01 cell 1)",
-    ]
-
-
-def test_render_table_individual_and_empty(slices):
-    lines = t.render_table(t.build_topology(slices("reference_individual.yaml")))
-    assert lines[1] == "node-a  0     cpudev000..cpudev003 (4)  4"
-    assert t.render_table(t.build_topology([]))[1] == "(no CPUs published)"

@@ -8,6 +8,8 @@ import copy
 import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import driver_pods as dp
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import pod_diagnostics as diag
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import waiter as w
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError
 
@@ -271,7 +273,7 @@ def pod(name, node=None, phase="Running", container_state=None, restarts=0, affi
 def test_driver_nodes():
     pods = [pod("a", "node01"), pod("b", affinity_node="node02", phase="Pending"), pod("c", "node03", phase="Failed"),
             pod("d", "node04", deleting=True), pod("e")]
-    assert w.driver_nodes(pods) == ["node01", "node02"]
+    assert dp.driver_nodes(pods) == ["node01", "node02"]
 
 
 def test_pending_report_and_message(slices):
@@ -283,7 +285,7 @@ def test_pending_report_and_message(slices):
                         pod("drv-3", affinity_node="node03", phase="Pending")],
                   logs={"drv-2": "a\nb\nE0101 failed to read /var/lib/kubelet\n"})
     result = make(clock, api).wait(["node01", "node02", "node03"], 60)
-    entries = w.pending_report(api, result, "dra-driver-cpu", "app.kubernetes.io/name=dra-driver-cpu", log_lines=2)
+    entries = diag.pending_report(api, result, "dra-driver-cpu", "app.kubernetes.io/name=dra-driver-cpu", log_lines=2)
     assert [e["node"] for e in entries] == ["node02", "node03"]
     assert entries[0]["state"] == "incomplete"
     assert entries[0]["logs"] == ["b", "E0101 failed to read /var/lib/kubelet"]
@@ -291,7 +293,7 @@ def test_pending_report_and_message(slices):
     assert entries[1]["state"] == "missing"
     assert entries[1]["logs"] == []  # pending pod: no log request
     assert ("log", "drv-3", 2) not in api.calls
-    message = w.timeout_message("dra.cpu", 60, entries)
+    message = diag.timeout_message("dra.cpu", 60, entries)
     assert message.splitlines() == [
         "timed out after 60s waiting for the ResourceSlices of driver dra.cpu on 2 node(s):",
         "- node02: 1 of 2 slices published at generation 3; pod drv-2 Running; container dracpu waiting "
@@ -307,13 +309,13 @@ def test_pending_report_without_pods_or_permission():
     result = {"progress": {"complete": [], "missing": ["n1"], "incomplete": {}}}
     clock = Clock()
     api = FakeApi(clock, [], [], pods=[])
-    entries = w.pending_report(api, result, "ns", "sel")
+    entries = diag.pending_report(api, result, "ns", "sel")
     assert entries[0]["pod_error"] == "no driver pod on this node (namespace ns, selector sel)"
 
     class Denied(FakeApi):
         def list_pods(self, namespace, selector=None):
             raise KubeRequestError("permission denied: cannot list pods in namespace ns", status=403)
-    entries = w.pending_report(Denied(clock, [], []), result, "ns", "sel")
+    entries = diag.pending_report(Denied(clock, [], []), result, "ns", "sel")
     assert entries[0]["pod_error"] == "permission denied: cannot list pods in namespace ns"
 
 

@@ -54,3 +54,12 @@ def test_no_chart_falls_back_to_the_version_rule():
 def test_unreadable_chart_fails(tmp_path):
     result, failed = run_module(chart_layout, {"path": str(tmp_path), "chart": "c", "chart_version": "1.0.0"})
     assert failed is True and "cannot read chart c 1.0.0" in result["msg"]
+
+
+def test_schema_requirements_for_helm_choice(tmp_path):
+    shutil.copytree(os.path.join(CHARTS, "0.3.0"), str(tmp_path / "dra-driver-cpu"))
+    result, failed = run_module(chart_layout, {"path": str(tmp_path)})
+    assert failed is False
+    assert set(result["schema_requirements"]) >= {"min_helm", "draft", "reasons", "misread"}
+    result, failed = run_module(chart_layout, {"chart_version": "0.3.0"})
+    assert "schema_requirements" not in result

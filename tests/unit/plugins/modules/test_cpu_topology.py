@@ -36,7 +36,7 @@ def test_complete_at_list_time_sets_facts():
         {"id": 0, "devices": ["cpudevnuma000"], "allocatable_cpus": 4},
         {"id": 1, "devices": ["cpudevnuma001"], "allocatable_cpus": 6}]
     assert facts["max_vm_host_cpus"] == 6
-    assert result["summary"][1] == "node-a  0     cpudevnuma000  4"
+    assert result["summary"][1] == "node-a     0  cpudevnuma000         4"
     assert result["targets"] == ["node-a"]
     assert result["sizing_problems"] == []
     assert result["wait_stats"]["lists"] == 1 and result["wait_stats"]["watches"] == 0

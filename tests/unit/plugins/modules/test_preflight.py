@@ -37,6 +37,9 @@ def test_all_good():
         "server_version", "resource_api", "feature_gate", "eligible_nodes",
         "container_runtime", "cpu_manager_policy", "reserved_cpus"]
     assert result["node_affinity"] == {} and result["skipped_nodes"] == []
+    assert result["report"][0] == "Preflight: 0 error(s), 0 warning(s); checked nodes: node01"
+    assert result["report"][1] == "[OK] server_version: Kubernetes v1.36.3"
+    assert len(result["report"]) == 1 + len(result["findings"])
     assert cluster.paths() == ["/version", "/metrics", "/apis", "/api/v1/nodes", "/api/v1/nodes/node01/proxy/configz"]
 
 
@@ -101,6 +104,23 @@ def test_old_server_with_gate_on_and_off():
     assert [f["check"] for f in result["findings"] if f["severity"] == "error"] == ["server_version", "feature_gate"]
 
 
+def test_individual_mode_on_135_without_the_gate_passes():
+    off = {"/version": {"major": "1", "minor": "35", "gitVersion": "v1.35.4"},
+           "/metrics": 'kubernetes_feature_enabled{name="DRAConsumableCapacity",stage="ALPHA"} 0\n'}
+    result, failed = run_module(preflight, {"cpu_device_mode": "individual"}, FakeCluster(off))
+    assert failed is False and result["error_count"] == 0 and result["warning_count"] == 0, result
+    gate = by_check(result, "feature_gate")[0]
+    assert gate["observed"] == "disabled (ALPHA)" and gate["severity"] == "ok"
+    assert "[OK] feature_gate: DRAConsumableCapacity is not needed in individual mode (disabled (ALPHA))" in result["report"]
+    result, failed = run_module(preflight, {"cpu_device_mode": "grouped"}, FakeCluster(off))
+    assert failed is True
+
+
+def test_unknown_mode_is_refused():
+    result, failed = run_module(preflight, {"cpu_device_mode": "shared"}, FakeCluster())
+    assert failed is True and "cpu_device_mode" in result["msg"]
+
+
 def test_placement_and_runtime():
     cluster = FakeCluster({
         "/api/v1/nodes": {"items": [
@@ -148,13 +168,16 @@ def test_bad_reserved_cpus():
     result, failed = run_module(preflight, {"reserved_cpus": "0-"}, FakeCluster())
     assert failed is True
     assert result["msg"] == "reserved_cpus: '0-' is not a valid cpuset (range '0-' has no end)"
+    assert result["report"] == ["Preflight could not run: " + result["msg"]]
 
 
 def test_secrets_are_no_log():
     spec = preflight.argument_spec()
     assert spec["api_key"]["no_log"] is True
-    assert spec["kubeconfig"]["no_log"] is True
     assert spec["password"]["no_log"] is True
+    # a dict kubeconfig's secret fields only are hidden, by the module class (test_auth.py)
+    assert spec["kubeconfig"]["no_log"] is False
+    assert preflight.RedactingModule.__name__ == "RedactingModule"
 
 
 def _installed_args(**extra):

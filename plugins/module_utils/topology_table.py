@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The per-cell table of a ``dra_cpu_topology`` fact, as lines of text.
+
+Owns: the one rendering of the topology that users see. ``cpu_topology``
+returns it as ``summary`` and the role's tasks only print it (no Jinja copy).
+Reads the shape built by topology.py; computes nothing about pools or
+sizing.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DEVICES_WIDTH = 20
+EMPTY = "(no CPUs published)"
+
+
+def _devices(names):
+    """The device names joined by commas, cut to DEVICES_WIDTH with '...'."""
+    text = ",".join(names)
+    if len(text) > DEVICES_WIDTH:
+        text = text[:DEVICES_WIDTH - 3] + "..."
+    return text
+
+
+def render_table(topology):
+    """Node, cell, devices, allocatable CPUs; a total per node; the largest VM and cells.
+
+    Returns a list of lines; a topology without nodes gives ``[EMPTY]``.
+    """
+    nodes = topology.get("nodes") or {}
+    if not nodes:
+        return [EMPTY]
+    width = max([4] + [len(name) for name in nodes])
+    lines = ["%-*s  CELL  %-*s  ALLOCATABLE CPUS" % (width, "NODE", DEVICES_WIDTH, "DEVICES")]
+    for name in sorted(nodes):
+        node = nodes[name]
+        for cell in node.get("cells") or []:
+            lines.append("%-*s  %4s  %-*s  %s" % (width, name, cell["id"], DEVICES_WIDTH,
+                                                  _devices(cell.get("devices") or []),
+                                                  cell["allocatable_cpus"]))
+        lines.append("%-*s  total   %*s%s" % (width, name, DEVICES_WIDTH, "", node.get("allocatable_cpus", "?")))
+    lines.append("largest VM that fits: %s host CPUs (a claim takes all its CPUs from one cell)"
+                 % topology.get("max_vm_host_cpus", "?"))
+    largest, smallest = topology.get("largest_cell"), topology.get("smallest_cell")
+    if largest:
+        line = "largest cell: %s cell %s, %s CPUs" % (largest["node"], largest["id"], largest["allocatable_cpus"])
+        if smallest:
+            line += "; smallest cell: %s cell %s, %s CPUs" % (smallest["node"], smallest["id"],
+                                                              smallest["allocatable_cpus"])
+        lines.append(line)
+    return lines
