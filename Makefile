@@ -50,9 +50,10 @@ sanity: deps                ## ansible-test sanity on a copy laid out as ansible
 	cd $(COLL_BUILD) && $(CURDIR)/$(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no \
 	  $(SANITY_EXCLUDES)
 
-lint: deps                  ## ansible-lint (production profile) and docs checks
+lint: deps                  ## ansible-lint (production profile), README variables, antsibull-docs lint
 	$(VENV)/bin/ansible-lint
 	$(PY) hack/check_variables.py
+	VENV=$(VENV) hack/lint_collection_docs.sh
 
 integration: build          ## pytest against the hermetic test clusters (brings them up and down)
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \

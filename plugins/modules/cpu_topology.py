@@ -19,7 +19,8 @@ description:
     reconnection after a network error.
   - A pool is complete when the slices at its highest generation number its C(resourceSliceCount);
     slices of older generations are ignored. Slice names are never used.
-  - Target nodes are O(nodes), or the nodes running a driver pod (O(namespace), O(pod_selector)).
+  - Target nodes are O(nodes), or the nodes running a driver pod (O(namespace), and O(pod_selector) or the
+    DaemonSets of O(release_name)).
     A target node deleted during the wait is dropped.
   - On timeout it fails naming every node still missing or incomplete, with its driver pod's phase,
     container states and last O(log_lines) log lines.
@@ -51,10 +52,19 @@ options:
     description: Namespace of the driver pods.
     type: str
     default: dra-driver-cpu
-  pod_selector:
-    description: Label selector of the driver pods.
+  release_name:
+    description:
+      - The helm release that installed the driver. Its driver pods are found through the DaemonSets
+        the release created (helm's C(meta.helm.sh/release-name) annotation, else the
+        C(app.kubernetes.io/instance) label) and their own C(spec.selector), so the chart's
+        C(nameOverride)/C(fullnameOverride) do not matter.
     type: str
-    default: app.kubernetes.io/name=dra-driver-cpu
+    default: ''
+  pod_selector:
+    description:
+      - Label selector of the driver pods; overrides O(release_name).
+      - Without both, C(app.kubernetes.io/name=dra-driver-cpu) (the chart's default name).
+    type: str
   wait:
     description:
       - Wait until every target node has a complete pool. With V(false), read the slices once and report what
@@ -226,7 +236,12 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_table import render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import driver_nodes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import (
+    describe_selectors,
+    driver_nodes,
+    list_driver_pods,
+    resolve_pod_selectors,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.pod_diagnostics import pending_report, timeout_message
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.waiter import SliceWaiter
 
@@ -236,7 +251,8 @@ def argument_spec():
         driver=dict(type="str", default=topo.DEFAULT_DRIVER),
         nodes=dict(type="list", elements="str"),
         namespace=dict(type="str", default="dra-driver-cpu"),
-        pod_selector=dict(type="str", default="app.kubernetes.io/name=dra-driver-cpu"),
+        release_name=dict(type="str", default=""),
+        pod_selector=dict(type="str"),
         wait=dict(type="bool", default=True),
         timeout=dict(type="int", default=300),
         expected_cells_per_node=dict(type="int"),
@@ -279,15 +295,19 @@ def run(api, params, reserved, clock=None, sleep=None):
         kwargs["sleep"] = sleep
     waiter = SliceWaiter(api, params["driver"], **kwargs)
     explicit = params.get("nodes")
+    selectors, problem = resolve_pod_selectors(api, params["namespace"], params.get("release_name"),
+                                               params.get("pod_selector"))
+    empty = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
     if explicit:
         targets = sorted(set(explicit))
     else:
-        targets = driver_nodes(api.list_pods(params["namespace"], params["pod_selector"]))
+        if problem and params["wait"]:
+            return empty, problem
+        targets = driver_nodes(list_driver_pods(api, params["namespace"], selectors))
         if not targets and params["wait"]:
-            return {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [],
-                    "wait_stats": {}}, (
-                "no driver pod found in namespace %s with selector %s: is the chart installed, and can its "
-                "DaemonSet run on any node?" % (params["namespace"], params["pod_selector"]))
+            return empty, (
+                "no driver pod found in namespace %s with %s: is the chart installed, and can its "
+                "DaemonSet run on any node?" % (params["namespace"], describe_selectors(selectors)))
 
     if params["wait"]:
         waited = waiter.wait(targets, params["timeout"])
@@ -305,7 +325,7 @@ def run(api, params, reserved, clock=None, sleep=None):
         "wait_stats": stats,
     }
     if not waited["complete"]:
-        entries = pending_report(api, waited, params["namespace"], params["pod_selector"],
+        entries = pending_report(api, waited, params["namespace"], selectors,
                                  log_lines=params["log_lines"])
         result["pending_nodes"] = entries
         if params["wait"]:
