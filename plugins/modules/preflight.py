@@ -94,7 +94,7 @@ options:
     default: ''
   chart_affinity:
     description:
-      - Whether the chart has an C(affinity) value, as the role read it from the chart itself. Unset: decided by
+      - Whether the chart has an C(affinity) value, as the role read it from the chart itself. When unset, decided by
         O(chart_version) (0.3.0 and newer).
     type: bool
   check_configz:
