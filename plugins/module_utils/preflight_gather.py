@@ -56,8 +56,8 @@ def run_checks(api, params, reserved):
         metrics_error = exc.message
     gate_on = rules.gate_enabled(metrics, params["feature_gate"]) if metrics is not None else None
 
-    findings += rules.check_server_version(version, params["min_version"], gate_on, params["feature_gate"],
-                                          params["cpu_device_mode"])
+    findings += rules.check_server_version(
+        version, params["min_version"], gate_on, params["feature_gate"], params["cpu_device_mode"])
     try:
         findings += rules.check_resource_api(api.api_groups())
     except KubeRequestError as exc:

@@ -177,7 +177,8 @@ ansible_facts:
 summary:
   description:
     - A table of node, cell, devices and allocatable CPUs with a total per node, then the largest VM that fits
-      and the largest and smallest cells; one line per list item (the role prints it as it is).
+      and the largest and smallest cells; one line per list item (the role prints it as it is). Rows for at
+      most 50 nodes; one line counts the others (their cells are in the fact).
   returned: success
   type: list
   elements: str
@@ -333,16 +334,15 @@ def run(api, params, reserved, clock=None, sleep=None):
             if waited.get("last_error"):
                 message += "\nlast API error: %s" % waited["last_error"]
             # the nodes that did complete are reported all the same (returned as ``topology``)
-            result["topology"] = topo.build_topology(waited["slices"], params["driver"],
-                                                     nodes=waited["targets"] or None)
+            result["topology"] = _facts(waited, params["driver"])
             return result, message
 
-    facts = topo.build_topology(waited["slices"], params["driver"], nodes=waited["targets"] or None)
+    facts = _facts(waited, params["driver"])
     result["ansible_facts"] = {"dra_cpu_topology": facts}
     result["summary"] = render_table(facts)
 
     problems = sizing.check_sizing(facts, params.get("expected_cells_per_node"),
-                                 params.get("expected_cpus_per_node"), reserved)
+                                   params.get("expected_cpus_per_node"), reserved)
     result["sizing_problems"] = problems
     messages = [p["message"] for p in problems]
     too_small = sizing.check_min_cell_cpus(facts, params.get("min_cell_cpus"))
@@ -351,6 +351,14 @@ def run(api, params, reserved, clock=None, sleep=None):
     if messages:
         return result, "the published CPU topology does not match: " + "; ".join(messages)
     return result, None
+
+
+def _facts(waited, driver):
+    """The topology of the targets that completed: their node topologies were built by the waiter
+    as each pool completed, so only the cluster-wide part is left to do here."""
+    if waited["targets"]:
+        return topo.cluster_topology(waited["node_facts"], driver)
+    return topo.build_topology(waited["slices"], driver)
 
 
 def main():
