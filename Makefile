@@ -36,7 +36,7 @@ cluster-down: deps          ## stop it and remove everything it started
 cluster-status: deps
 	@$(CLUSTER) status
 
-demo: deps                  ## main job: install into $$KUBECONFIG, or into a local test cluster if none
+demo: deps                  ## main job: bring up the local test cluster and install into it (nothing else is read)
 	@hack/demo.sh
 
 unit: deps                  ## pytest unit tests (no cluster)
@@ -50,9 +50,10 @@ sanity: deps                ## ansible-test sanity on a copy laid out as ansible
 	cd $(COLL_BUILD) && $(CURDIR)/$(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no \
 	  $(SANITY_EXCLUDES)
 
-lint: deps                  ## ansible-lint (production profile) and docs checks
+lint: deps                  ## ansible-lint (production profile), README variables, antsibull-docs lint
 	$(VENV)/bin/ansible-lint
 	$(PY) hack/check_variables.py
+	VENV=$(VENV) hack/lint_collection_docs.sh
 
 integration: build          ## pytest against the hermetic test clusters (brings them up and down)
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \

@@ -20,11 +20,15 @@ if SIM not in sys.path:
     sys.path.insert(0, SIM)
 
 import sim_api  # noqa: E402  (the simulator's small urllib3 client: reused for raw JSON calls)
+from sim_topology import POD_FAULT_ANNOTATION  # noqa: E402
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 BENCH_NS = "dracpu-bench"
 PRIORITY_LEVEL = "dracpu-bench"
-WAITER_IDS = ("rule1", "rule2", "module", "playbook", "publisher")
+WAITER_IDS = ("rule1", "rule2", "module", "module_pods", "playbook", "publisher")
+DRIVER_NS = "dra-driver-cpu"
+DRIVER_DS = "dra-driver-cpu"
+DRIVER_LABELS = {"app.kubernetes.io/name": "dra-driver-cpu", "app.kubernetes.io/instance": "dra-driver-cpu"}
 
 
 def log(msg):
@@ -126,6 +130,63 @@ class Cluster:
         self.node_uids = {n: have[n]["metadata"]["uid"] for n in want}
         return self.node_uids
 
+    # ------------------------------------------------------------ the driver's DaemonSet
+    def ensure_driver_daemonset(self, timeout=None):
+        """The chart's DaemonSet shape (namespace, name, labels, NoSchedule toleration, container
+        dracpu) without its publishing: the simulator runs the pods, the bench publishes the slices.
+        The role's path (cpu_topology without `nodes`) finds its targets from these pods; rule 2 ends
+        with `kubectl rollout status` on it. Returns the seconds until every pod was ready."""
+        t = time.monotonic()
+        self._apply("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": DRIVER_NS, "labels": {f"pod-security.kubernetes.io/{m}": "privileged"
+                                          for m in ("enforce", "warn", "audit")}}})
+        self._apply(f"/apis/apps/v1/namespaces/{DRIVER_NS}/daemonsets", {
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": DRIVER_DS, "namespace": DRIVER_NS, "labels": dict(DRIVER_LABELS)},
+            "spec": {"selector": {"matchLabels": dict(DRIVER_LABELS)},
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
+                     "template": {"metadata": {"labels": dict(DRIVER_LABELS)}, "spec": {
+                         "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}],
+                         "containers": [{"name": "dracpu", "image": "registry.k8s.io/dra-driver-cpu/dra-driver-cpu:bench",
+                                         "args": ["--bench-no-publishing"]}]}}}})
+        self.wait_rollout(timeout if timeout is not None else 120 + 0.5 * self.nodes)
+        return round(time.monotonic() - t, 1)
+
+    def wait_rollout(self, timeout):
+        """Until the DaemonSet has a ready pod on every node (numberReady == desired == N)."""
+        deadline = time.monotonic() + timeout
+        st = {}
+        while time.monotonic() < deadline:
+            ds = self.api.get(f"/apis/apps/v1/namespaces/{DRIVER_NS}/daemonsets/{DRIVER_DS}")
+            st = ds.get("status") or {}
+            if st.get("desiredNumberScheduled") == self.nodes and st.get("numberReady") == self.nodes \
+                    and st.get("observedGeneration") == ds["metadata"].get("generation"):
+                return
+            time.sleep(1)
+        raise RuntimeError(f"the driver DaemonSet did not become ready on {self.nodes} nodes: {st}")
+
+    def driver_pod_never_starts(self, node, never=True):
+        """Simulator fault: `node`'s driver pod stays ContainerCreating (never=True), or runs again.
+        The node's current pod is deleted so that the DaemonSet's replacement gets the fault."""
+        self.api.patch(f"/api/v1/nodes/{node}",
+                       {"metadata": {"annotations": {POD_FAULT_ANNOTATION: "never" if never else None}}})
+        if not never:
+            return
+        sel = ",".join(f"{k}={v}" for k, v in DRIVER_LABELS.items())
+        pods, _ = self.api.list_all(f"/api/v1/namespaces/{DRIVER_NS}/pods",
+                                    query=[("labelSelector", sel), ("fieldSelector", f"spec.nodeName={node}")])
+        for pod in pods:
+            self.api.delete(f"/api/v1/namespaces/{DRIVER_NS}/pods/{pod['metadata']['name']}",
+                            body={"gracePeriodSeconds": 0})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pods, _ = self.api.list_all(f"/api/v1/namespaces/{DRIVER_NS}/pods",
+                                        query=[("labelSelector", sel), ("fieldSelector", f"spec.nodeName={node}")])
+            if [p for p in pods if not (p["metadata"].get("deletionTimestamp"))]:
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"no replacement driver pod on {node}")
+
     # ------------------------------------------------------------ identities
     def setup_identities(self, workdir):
         """A ServiceAccount per waiter (cluster-admin), a kubeconfig with its token, and a FlowSchema
@@ -149,17 +210,17 @@ class Cluster:
             admin_kc = yaml.safe_load(f)
         cluster = admin_kc["clusters"][0]["cluster"]
         for wid in WAITER_IDS:
-            sa = f"bench-{wid}"
+            sa = f"bench-{wid.replace('_', '-')}"        # object names: no underscores
             self._apply(f"/api/v1/namespaces/{BENCH_NS}/serviceaccounts",
                         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": BENCH_NS}})
             self._apply("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
                         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                         "metadata": {"name": f"dracpu-bench-{wid}"},
+                         "metadata": {"name": flow_name(wid)},
                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
                          "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": BENCH_NS}]})
             self._apply("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
                         {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
-                         "metadata": {"name": f"dracpu-bench-{wid}"},
+                         "metadata": {"name": flow_name(wid)},
                          "spec": {"matchingPrecedence": 700, "priorityLevelConfiguration": {"name": PRIORITY_LEVEL},
                                   "distinguisherMethod": {"type": "ByUser"},
                                   "rules": [{"subjects": [{"kind": "ServiceAccount", "serviceAccount": {
@@ -256,6 +317,11 @@ class Cluster:
                 list(pool.map(lambda o: self.api.delete(f"{SLICES}/{o['metadata']['name']}"), items))
             time.sleep(0.5)
         raise RuntimeError(f"ResourceSlices still present {timeout} s after deletecollection")
+
+
+def flow_name(wid):
+    """The FlowSchema (and ClusterRoleBinding) of a waiter."""
+    return "dracpu-bench-" + wid.replace("_", "-")
 
 
 def delta(after, before):

@@ -52,6 +52,17 @@ def run_pass(cl, sc, reps_idx, workdir, lead, ready_timeout, who=waiters.ALL, pr
     wd = os.path.join(workdir, f"{sc.name}-r{reps_idx}" + ("-" + "-".join(who) if who != waiters.ALL else ""))
     os.makedirs(wd, exist_ok=True)
     cl.delete_all_slices()
+    cl.wait_rollout(120 + 0.2 * sc.nodes)          # every driver pod running (a no-driver pass healed)
+    if sc.kind == "no-driver":
+        cl.driver_pod_never_starts(sc.special_node)  # its pod stays ContainerCreating during the pass
+    try:
+        return _run_pass(cl, sc, reps_idx, wd, lead, ready_timeout, who, profile)
+    finally:
+        if sc.kind == "no-driver":
+            cl.driver_pod_never_starts(sc.special_node, never=False)
+
+
+def _run_pass(cl, sc, reps_idx, wd, lead, ready_timeout, who, profile):
     pub = Publisher(cl.pub_api)
     pub.apply_now(sc.pre)
     time.sleep(0.5)
@@ -81,7 +92,7 @@ def run_pass(cl, sc, reps_idx, workdir, lead, ready_timeout, who=waiters.ALL, pr
     req = [r for r in pub.records if r["required"]]
     last = max(req, key=lambda r: r["stored"]) if (req and sc.ready_possible) else None
     lag = max((r["sent"] - (t0 + r["t"]) for r in pub.records), default=0.0)
-    rec = {"scenario": sc.name, "kind": sc.kind, "nodes": sc.nodes, "cells": sc.cells, "rep": reps_idx,
+    rec = {"scenario": sc.name, "kind": sc.kind, "realism": timeline.REALISM[sc.kind], "nodes": sc.nodes, "cells": sc.cells, "rep": reps_idx,
            "seed": sc.seed, "span": sc.span, "lead": lead, "special_node": sc.special_node,
            "t_launch": t_launch, "t0": t0, "t_pub_end": t_pub_end, "publisher_errors": errors[:5],
            "publisher_max_lag": round(lag, 3), "publisher_ops": len(pub.records),
@@ -96,10 +107,11 @@ def run_pass(cl, sc, reps_idx, workdir, lead, ready_timeout, who=waiters.ALL, pr
         r = {"ready": o["ready"], "rc": c.rc, "finished": finished[w], "exit": c.end,
              "exit_after_t0": round(c.end - t0, 3) if c.end else None,
              "startup": None, "named": o["named"], "stats": o["stats"],
-             "requests": flows.get(f"dracpu-bench-{w}", 0), "msg": o["msg"][-600:]}
+             "requests": flows.get(cluster_ctl.flow_name(w), 0), "msg": o["msg"][-600:]}
         if c.rusage is not None:
             r["cpu_s"] = round(c.rusage.ru_utime + c.rusage.ru_stime, 3)
-            r["maxrss_mib"] = round(c.rusage.ru_maxrss / 1024.0, 1)
+        rss = c.peak_rss_kib()          # the waiter's own peak (GNU time), not wait4's (see waiters.py)
+        r["maxrss_mib"] = round(rss / 1024.0, 1) if rss is not None else None
         if not finished[w]:
             r["ready"] = False
             r["msg"] = "killed: did not return before the pass deadline"
@@ -212,107 +224,120 @@ def wait_gone(cl, timeout=180):
 
 
 def whole_run(state_dir, workdir, reps):
-    cl = cluster_ctl.Cluster(state_dir, 1, simulate_driver=True, vcpu=12, numa=2,
-                             extra={"CLUSTER_SLICE_DELETE_DELAY": "2"})
-    res = {"reps": [], "cluster_up_s": None, "notes": []}
+    """From empty to ready and a no-op re-run, on twin 1-node clusters with the simulated driver:
+    cluster a runs playbooks/install.yml, cluster b the hand-written kubernetes.core playbook
+    (bench/handwritten_install.yml) and then the shell installer's sequence. Which twin goes first
+    alternates between repetitions."""
+    twins = {side: cluster_ctl.Cluster(f"{state_dir}-{side}", 1, simulate_driver=True, vcpu=12, numa=2,
+                                       extra={"CLUSTER_SLICE_DELETE_DELAY": "2"}) for side in ("a", "b")}
+    res = {"reps": [], "cluster_up_s": None, "notes": [], "twins": True}
     os.makedirs(workdir, exist_ok=True)
     try:
-        cl.up()
-        res["cluster_up_s"] = round(cl.up_seconds, 1)
-        helm = cl.env["CLUSTER_HELM_BINARY"]
-        env = dict(os.environ)
-        env.update({"KUBECONFIG": cl.env["KUBECONFIG"], "KUBEVIRT_USE_DRA_CPU": "true",
-                    "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
-                    "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
-                    "HELM_CONFIG_HOME": os.path.join(workdir, "helm", "config"),
-                    "HELM_CACHE_HOME": os.path.join(workdir, "helm", "cache"),
-                    "HELM_DATA_HOME": os.path.join(workdir, "helm", "data"),
-                    "KUBECACHEDIR": os.path.join(workdir, "kubectl-cache"),
-                    "ANSIBLE_LOCAL_TEMP": os.path.join(workdir, "ansible-tmp")})
-        evars = json.dumps({"dra_cpu_kubeconfig": cl.env["KUBECONFIG"], "dra_cpu_chart": cl.env["DRA_CPU_CHART"],
-                            "dra_cpu_chart_plain_http": True, "dra_cpu_helm_binary": helm})
-        play = lambda name: [os.path.join(VENV_BIN, "ansible-playbook"), os.path.join(REPO, "playbooks", name),  # noqa: E731
-                             "-e", evars]
-        shell_env = dict(env, KUBECTL=waiters.KUBECTL, HELM=helm, DRA_CPU_CHART=cl.env["DRA_CPU_CHART"],
-                         KUBEVIRT_PROVIDER="k8s-1.36")
-        shell = ["bash", os.path.join(HERE, "shell_install.sh")]
+        for side, cl in twins.items():
+            cl.up()
+        res["cluster_up_s"] = round(max(cl.up_seconds for cl in twins.values()), 1)
+        envs = {side: _whole_env(cl, os.path.join(workdir, side)) for side, cl in twins.items()}
 
-        def ansible_pair(rep):
-            out = {}
-            r0 = helm_revisions(env, helm)
-            wall, rc, text = timed(play("install.yml"), env, os.path.join(workdir, f"install-{rep}.log"))
-            r1 = helm_revisions(env, helm)
-            out["install"] = {"wall": round(wall, 2), "rc": rc, "changed": recap_changed(text), "new_revisions": r1 - r0}
-            wall, rc, text = timed(play("install.yml"), env, os.path.join(workdir, f"install-noop-{rep}.log"))
-            r2 = helm_revisions(env, helm)
-            out["noop"] = {"wall": round(wall, 2), "rc": rc, "changed": recap_changed(text), "new_revisions": r2 - r1}
-            log(f"whole run rep {rep}: install.yml {out['install']}, re-run {out['noop']}")
-            wall, rc, text = timed(play("uninstall.yml"), env, os.path.join(workdir, f"uninstall-{rep}.log"))
-            if rc != 0:
-                res["notes"].append(f"uninstall.yml failed (rc {rc}) in rep {rep}; cleaned up with helm/kubectl")
-                cleanup()
-            wait_gone(cl)
-            return out
+        def helm_of(side):
+            return twins[side].env["CLUSTER_HELM_BINARY"]
 
-        def shell_pair(rep):
-            out = {}
-            r0 = helm_revisions(env, helm)
-            wall, rc, _ = timed(shell, shell_env, os.path.join(workdir, f"shell-{rep}.log"))
-            r1 = helm_revisions(env, helm)
-            out["install"] = {"wall": round(wall, 2), "rc": rc, "new_revisions": r1 - r0}
-            wall, rc, _ = timed(shell, shell_env, os.path.join(workdir, f"shell-noop-{rep}.log"))
-            r2 = helm_revisions(env, helm)
-            out["noop"] = {"wall": round(wall, 2), "rc": rc, "new_revisions": r2 - r1}
-            log(f"whole run rep {rep}: shell {out['install']}, re-run {out['noop']}")
-            cleanup()
-            wait_gone(cl)
-            return out
-
-        def cleanup():
-            subprocess.run([helm, "uninstall", "dra-driver-cpu", "-n", "dra-driver-cpu", "--wait"], env=env,
+        def cleanup(side):
+            env = envs[side]
+            subprocess.run([helm_of(side), "uninstall", "dra-driver-cpu", "-n", "dra-driver-cpu", "--wait"], env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             subprocess.run([waiters.KUBECTL, "delete", "namespace", "dra-driver-cpu", "--ignore-not-found",
                             "--wait=true", "--timeout=120s"], env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
+            wait_gone(twins[side])
+
+        def pair(side, name, argv, env, rep, changed=True):
+            out = {}
+            r0 = helm_revisions(env, helm_of(side))
+            for phase in ("install", "noop"):
+                wall, rc, text = timed(argv, env, os.path.join(workdir, f"{name}-{phase}-{rep}.log"))
+                r1 = helm_revisions(env, helm_of(side))
+                out[phase] = {"wall": round(wall, 2), "rc": rc, "new_revisions": r1 - r0}
+                if changed:
+                    out[phase]["changed"] = recap_changed(text)
+                r0 = r1
+            log(f"whole run rep {rep}: {name} {out}")
+            return out
+
+        def side_a(rep):
+            cl, env = twins["a"], envs["a"]
+            evars = json.dumps({"dra_cpu_kubeconfig": cl.env["KUBECONFIG"], "dra_cpu_chart": cl.env["DRA_CPU_CHART"],
+                                "dra_cpu_chart_plain_http": True, "dra_cpu_helm_binary": helm_of("a")})
+            play = [os.path.join(VENV_BIN, "ansible-playbook"), os.path.join(REPO, "playbooks", "install.yml"),
+                    "-e", evars]
+            out = {"ansible": pair("a", "install", play, env, rep)}
+            wall, rc, _ = timed([os.path.join(VENV_BIN, "ansible-playbook"),
+                                 os.path.join(REPO, "playbooks", "uninstall.yml"), "-e", evars], env,
+                                os.path.join(workdir, f"uninstall-{rep}.log"))
+            if rc != 0:
+                res["notes"].append(f"uninstall.yml failed (rc {rc}) in rep {rep}; cleaned up with helm/kubectl")
+            cleanup("a")
+            return out
+
+        def side_b(rep):
+            cl, env = twins["b"], envs["b"]
+            hw = [os.path.join(VENV_BIN, "ansible-playbook"), os.path.join(HERE, "handwritten_install.yml"), "-e",
+                  json.dumps({"hw_kubeconfig": cl.env["KUBECONFIG"], "hw_chart": cl.env["DRA_CPU_CHART"],
+                              "hw_helm": helm_of("b")})]
+            out = {"handwritten": pair("b", "handwritten", hw, env, rep)}
+            cleanup("b")
+            shell_env = dict(env, KUBECTL=waiters.KUBECTL, HELM=helm_of("b"), DRA_CPU_CHART=cl.env["DRA_CPU_CHART"],
+                             KUBEVIRT_PROVIDER="k8s-1.36")
+            out["shell"] = pair("b", "shell", ["bash", os.path.join(HERE, "shell_install.sh")], shell_env, rep,
+                                changed=False)
+            cleanup("b")
+            return out
 
         for rep in range(reps):
             one = {}
-            # alternate the order so that neither side always runs on a colder cluster
-            if rep % 2 == 0:
-                one["ansible"] = ansible_pair(rep)
-                one["shell"] = shell_pair(rep)
-            else:
-                one["shell"] = shell_pair(rep)
-                one["ansible"] = ansible_pair(rep)
+            for side in (("a", "b") if rep % 2 == 0 else ("b", "a")):
+                one.update(side_a(rep) if side == "a" else side_b(rep))
             res["reps"].append(one)
     finally:
-        res["notes"] += cl.notes
-        cl.down()
+        for cl in twins.values():
+            res["notes"] += cl.notes
+            cl.down()
     return res
+
+
+def _whole_env(cl, workdir):
+    env = dict(os.environ)
+    env.update({"KUBECONFIG": cl.env["KUBECONFIG"], "KUBEVIRT_USE_DRA_CPU": "true",
+                "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
+                "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
+                "HELM_CONFIG_HOME": os.path.join(workdir, "helm", "config"),
+                "HELM_CACHE_HOME": os.path.join(workdir, "helm", "cache"),
+                "HELM_DATA_HOME": os.path.join(workdir, "helm", "data"),
+                "KUBECACHEDIR": os.path.join(workdir, "kubectl-cache"),
+                "ANSIBLE_LOCAL_TEMP": os.path.join(workdir, "ansible-tmp")})
+    return env
 
 
 # ------------------------------------------------------------------------------------ plan
 
 def plan(args):
+    adversarial = [(k, 2) for k in timeline.KINDS[1:]]
     if args.smoke:
         return {
-            "span": 5.0, "lead": 2.5, "ready_timeout": 40, "reps": 1,
+            "span": 5.0, "lead": 2.5, "ready_timeout": 40, "reps": 1, "adv_reps": 1,
             "clusters": [
                 {"nodes": 1, "scenarios": [("spread", 2)]},
-                {"nodes": 10, "scenarios": [("spread", 2), ("chunks", 2), ("generation", 2), ("stale", 2),
-                                            ("no-driver", 2)]},
+                {"nodes": 10, "scenarios": [("spread", 2)] + adversarial},
             ],
-            "whole_run_reps": 0, "crosscheck": None, "profile": None,
+            "whole_run_reps": args.whole_run_reps if args.whole_run_reps_given else 0,
+            "crosscheck": None, "profile": None,
         }
-    reps = args.reps
     return {
-        "span": 20.0, "lead": 3.0, "ready_timeout": 40, "reps": reps,
+        "span": 20.0, "lead": 3.0, "ready_timeout": 40, "reps": args.reps, "adv_reps": args.adv_reps,
         "clusters": [
             {"nodes": 1, "scenarios": [("spread", 2), ("spread", 8)]},
-            {"nodes": 10, "scenarios": [("spread", 2), ("spread", 8), ("chunks", 2), ("generation", 2),
-                                        ("stale", 2), ("no-driver", 2)]},
-            {"nodes": 100, "scenarios": [("spread", 2), ("spread", 8)]},
-            {"nodes": 1000, "scenarios": [("spread", 2), ("spread", 8)]},
+            {"nodes": 10, "scenarios": [("spread", 2), ("spread", 8)] + adversarial},
+            {"nodes": 100, "scenarios": [("spread", 2), ("spread", 8)] + adversarial},
+            {"nodes": 1000, "scenarios": [("spread", 2), ("spread", 8)] + adversarial},
         ],
         "whole_run_reps": args.whole_run_reps, "crosscheck": (100, 8), "profile": (1000, 8),
     }
@@ -355,7 +380,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--smoke", action="store_true", help="N=1 and 10, 1 repetition, 6 s timeline (< 3 min)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per workload (default 5)")
-    ap.add_argument("--whole-run-reps", type=int, default=3)
+    ap.add_argument("--adv-reps", type=int, default=3, help="repetitions per adversarial case (default 3)")
+    ap.add_argument("--whole-run-reps", type=int, default=None,
+                    help="whole-run repetitions (default 3; 0 in --smoke unless given)")
+    ap.add_argument("--only-kinds", action="append", help="run only these scenario kinds")
     ap.add_argument("--only-nodes", type=int, action="append", help="run only these cluster sizes")
     ap.add_argument("--only-cells", type=int, action="append", help="run only the workloads with these cells")
     ap.add_argument("--no-whole-run", action="store_true")
@@ -370,6 +398,9 @@ def main(argv=None):
                     help="merge another run's results.json (e.g. --only-nodes 1000) into --out's results.json: "
                          "its cluster sizes replace the same sizes there")
     args = ap.parse_args(argv)
+    args.whole_run_reps_given = args.whole_run_reps is not None
+    if args.whole_run_reps is None:
+        args.whole_run_reps = 3
     if args.merge:
         out_dir = os.path.abspath(args.out or HERE)
         with open(os.path.join(out_dir, "results.json")) as f:
@@ -448,10 +479,13 @@ def main(argv=None):
                 cwd = os.path.join(workdir, f"n{n}")
                 cl.setup_identities(os.path.join(cwd, "identities"))
                 cl.pub_api = cluster_ctl.sim_api.Api(cl.kubeconfigs["publisher"], qps=0, burst=0, pool_size=32)
+                cinfo["driver_pods_ready_s"] = cl.ensure_driver_daemonset()
                 for kind, cells in cdef["scenarios"]:
                     if args.only_cells and cells not in args.only_cells:
                         continue
-                    for rep in range(p["reps"]):
+                    if args.only_kinds and kind not in args.only_kinds:
+                        continue
+                    for rep in range(p["reps"] if kind == "spread" else p["adv_reps"]):
                         seed = n * 1000 + cells * 100 + rep * 10 + timeline.KINDS.index(kind)
                         sc = timeline.build(kind, n, cells, seed, span=p["span"], uids=uids)
                         try:

@@ -33,7 +33,20 @@ RESERVED = [0, 1]              # the shell installer's default DRA_CPU_RESERVED_
 RESERVED_GEN2 = [0, 1, 2, 3]   # the "reserved CPUs changed" generation
 STALE_NODE = "node-gone"       # a node that was removed from the cluster
 
-KINDS = ("spread", "chunks", "generation", "stale", "no-driver")
+BIG_VCPU = 192                 # the individual-mode node of the realistic cases: 190 devices, 2 slices
+# new kinds go at the end: a pass's seed uses the kind's index
+KINDS = ("spread", "chunks", "generation", "stale", "no-driver", "chunks-individual", "restart-generation")
+
+# whether dra-driver-cpu itself can publish the case (realistic) or the bench makes it up (synthetic)
+REALISM = {
+    "spread": "realistic",
+    "chunks": "synthetic: grouped pools sit in one slice; the driver chunks only past 128 devices",
+    "generation": "synthetic: two-slice grouped pools, the new generation as new slices",
+    "stale": "synthetic: the driver's slices have an owner reference to their Node (garbage-collected)",
+    "no-driver": "realistic",
+    "chunks-individual": "realistic",
+    "restart-generation": "realistic",
+}
 
 DESCRIPTIONS = {
     "spread": "every node publishes its pool (1 slice) once, at a uniform random time in [0, span]",
@@ -45,8 +58,15 @@ DESCRIPTIONS = {
                   "publish in [0, 0.75*span]",
     "stale": "a slice of a removed node (node-gone, not a Node any more, not a target) exists "
              "before the wait starts; N-1 nodes publish in [0, 0.6*span], the last one at t=span",
-    "no-driver": "one node's driver cannot run: it never publishes; the others publish in "
-                 "[0, span]. The right answer is a timeout naming that node",
+    "no-driver": "one node's driver pod never starts (ContainerCreating): it never publishes; the others "
+                 "publish in [0, span]. The right answer is a timeout naming that node",
+    "chunks-individual": f"one node runs the driver in individual mode with {BIG_VCPU} CPUs: 190 devices, "
+                         "published as 2 slices (128 + 62) 0.3 s apart at span-0.3 and span (the last "
+                         "required slice); the others publish their grouped pool in [0, 0.6*span]",
+    "restart-generation": f"one node (individual mode, {BIG_VCPU} CPUs, 2 slices) publishes generation 1 at "
+                          "t<0.1*span; its driver restarts with reserved CPUs 0-3 and updates the two slices "
+                          "in place to generation 2 at 0.4*span and 1 s later; the others publish in "
+                          "[0, 0.75*span], the last at 0.75*span",
 }
 
 
@@ -84,9 +104,10 @@ def node_name(i):
     return sim_topology.node_name(i) if hasattr(sim_topology, "node_name") else f"node{i:02d}"
 
 
-def pool_slices(node, uid, cells, generation=1, reserved=None, min_chunks=1):
-    topo = sim_topology.build_topology(cpus=VCPU, numa_nodes=cells)
-    cfg = sim_config.DriverConfig(reserved_cpus=list(RESERVED if reserved is None else reserved), flavor="main")
+def pool_slices(node, uid, cells, generation=1, reserved=None, min_chunks=1, mode="grouped", cpus=VCPU):
+    topo = sim_topology.build_topology(cpus=cpus, numa_nodes=cells)
+    cfg = sim_config.DriverConfig(cpu_device_mode=mode, reserved_cpus=list(RESERVED if reserved is None else reserved),
+                                  flavor="main")
     return sim_slices.build_slices(topo, cfg, node, uid, generation, min_chunks=min_chunks)
 
 
@@ -146,6 +167,28 @@ def build(kind, nodes, cells, seed, span=20.0, uids=None):
             sc.ready_possible = False
             for n in others:
                 publish(n, rnd.uniform(0, span))
+        elif kind == "chunks-individual":
+            for n in others:
+                publish(n, rnd.uniform(0, 0.6 * span))
+            c1, c2 = pool_slices(special, uids.get(special, ""), cells, mode="individual", cpus=BIG_VCPU)
+            sc.events.append(Event(t=span - 0.3, op="create", key=f"{special}/g1/0", node=special, body=c1,
+                                   note="individual mode, slice 1 of 2 (128 devices)"))
+            sc.events.append(Event(t=span, op="create", key=f"{special}/g1/1", node=special, body=c2,
+                                   note="individual mode, slice 2 of 2"))
+        elif kind == "restart-generation":
+            last = others[rnd.randrange(len(others))]
+            for n in others:
+                publish(n, 0.75 * span if n == last else rnd.uniform(0, 0.75 * span))
+            g1 = pool_slices(special, uids.get(special, ""), cells, mode="individual", cpus=BIG_VCPU)
+            g2 = pool_slices(special, uids.get(special, ""), cells, generation=2, reserved=RESERVED_GEN2,
+                             mode="individual", cpus=BIG_VCPU)
+            t1 = rnd.uniform(0, 0.1 * span)
+            for k, body in enumerate(g1):
+                sc.events.append(Event(t=t1 + 0.05 * k, op="create", key=f"{special}/s{k}", node=special,
+                                       body=body, note=f"generation 1, slice {k + 1} of 2"))
+            for k, body in enumerate(g2):
+                sc.events.append(Event(t=0.4 * span + 1.0 * k, op="update", key=f"{special}/s{k}", node=special,
+                                       body=body, note=f"restart: generation 2, slice {k + 1} of 2 updated"))
     sc.events.sort(key=lambda e: (e.t, e.key))
     check_monotone(sc)
     return sc

@@ -1,12 +1,19 @@
-"""The four waiters, each a child process started with its own identity (kubeconfig).
+"""The five waiters, each a child process started with its own identity (kubeconfig).
 
-  rule1     bench/rule1.sh: the shell installer's rule (every 5 s: #slices of dra.cpu >= #Nodes)
-  rule2     bench/rule2.sh: upstream CI's rule (every 1 s: any ResourceSlice exists)
-  module    python plugins/modules/cpu_topology.py args.json (direct module run)
-  playbook  ansible-playbook bench/wait_topology.yml (the module through Ansible)
+  rule1        bench/rule1.sh: the shell installer's rule (every 5 s: #slices of dra.cpu >= #Nodes)
+  rule2        bench/rule2.sh: upstream CI's rule (every 1 s, at most 120 times: any ResourceSlice
+               exists; then `kubectl rollout status` of the driver's DaemonSet)
+  module       python plugins/modules/cpu_topology.py args.json, with `nodes` = the scenario's targets
+  module_pods  the same without `nodes`: targets from the driver DaemonSet's pods (the role's path)
+  playbook     ansible-playbook bench/wait_topology.yml: the role's topology tasks (no `nodes`)
 
-Return time = when the bench reaps the child (os.wait4 in a thread per child, time.time()); the
-child's rusage (CPU seconds, peak RSS) comes from the same wait4.
+Return time = when the bench reaps the child (os.wait4 in a thread per child, time.time()); CPU
+seconds come from the same wait4. Peak memory does not: on Linux a process that execs keeps the
+peak RSS of the copy of its parent it was forked as, so wait4's ru_maxrss of any child of this
+(large) benchmark process is at least the benchmark's own size. Every waiter therefore runs under
+GNU time (``/usr/bin/time -f %M``, a 2 MiB C program): time forks the waiter from its own small
+image and writes the waiter's own peak RSS (the largest of its process tree: bash + kubectl for
+the rules, ansible-playbook's largest process for the playbook) to ``<wid>.rss``.
 """
 from __future__ import annotations
 
@@ -27,17 +34,21 @@ VENV_BIN = os.path.join(VENV, "bin")
 KUBECTL = os.path.join(VENV_BIN, "kubectl")
 MODULE = os.path.join(REPO, "plugins", "modules", "cpu_topology.py")
 PLAYBOOK = os.path.join(HERE, "wait_topology.yml")
+GNU_TIME = "/usr/bin/time"
 
-ALL = ("rule1", "rule2", "module", "playbook")
-CORE = ALL
+ALL = ("rule1", "rule2", "module", "module_pods", "playbook")
+CORE = ("rule1", "rule2", "module", "playbook")   # in every pass, also in results of older runs
+OURS = ("module", "module_pods", "playbook")      # the collection's paths (goals: 0 false ready)
 LABELS = {
     "rule1": "rule 1: shell installer (5 s, count slices >= nodes)",
-    "rule2": "rule 2: upstream CI (1 s, any slice)",
-    "module": "cpu_topology, direct module run",
-    "playbook": "cpu_topology via ansible-playbook",
+    "rule2": "rule 2: upstream CI (1 s x 120, any slice; then rollout status)",
+    "module": "cpu_topology, direct module run with nodes",
+    "module_pods": "cpu_topology, direct module run without nodes (targets from the driver pods)",
+    "playbook": "the role's topology tasks via ansible-playbook (no nodes)",
 }
-SHORT = {"rule1": "rule 1 (shell)", "rule2": "rule 2 (upstream CI)", "module": "module (direct)",
-         "playbook": "module (ansible-playbook)"}
+SHORT = {"rule1": "rule 1 (shell)", "rule2": "rule 2 (upstream CI)", "module": "module (nodes)",
+         "module_pods": "module (driver pods)", "playbook": "role (ansible-playbook)"}
+UPSTREAM_POLLS = 120
 
 
 def venv_site_packages():
@@ -69,10 +80,13 @@ class Child:
         self.end = None
         self.rc = None
         self.rusage = None
+        self.rss_path = os.path.join(workdir, f"{wid}.rss")
+        if os.path.exists(self.rss_path):
+            os.unlink(self.rss_path)
         self._out = open(self.out_path, "w")
         self._err = open(self.err_path, "w")
         self.start = time.time()
-        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=self._out, stderr=self._err,
+        self.proc = subprocess.Popen(measured(argv, self.rss_path), env=env, cwd=cwd, stdout=self._out, stderr=self._err,
                                      start_new_session=True)
         self.thread = threading.Thread(target=self._reap, daemon=True)
         self.thread.start()
@@ -97,12 +111,32 @@ class Child:
             return False
         return True
 
+    def peak_rss_kib(self):
+        """The waiter's own peak RSS in KiB (GNU time's %M), None when it was killed before writing it."""
+        return read_peak_rss(self.rss_path)
+
     def output(self):
         with open(self.out_path, errors="replace") as f:
             out = f.read()
         with open(self.err_path, errors="replace") as f:
             err = f.read()
         return out, err
+
+
+def measured(argv, rss_path):
+    """``argv`` under GNU time, which writes the peak RSS (KiB) of argv's process tree to rss_path."""
+    if not os.access(GNU_TIME, os.X_OK):
+        raise RuntimeError(f"{GNU_TIME} is missing (Debian package time; make deps installs it)")
+    return [GNU_TIME, "-q", "-f", "%M", "-o", rss_path, "--"] + list(argv)
+
+
+def read_peak_rss(path):
+    try:
+        with open(path) as f:
+            lines = [line.strip() for line in f if line.strip()]
+        return int(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
 
 
 def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
@@ -115,18 +149,24 @@ def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
         env.update(KUBECTL=KUBECTL, INTERVAL="5", MAX_TRIES=str(poll_tries or max(1, int(timeout // 5) + 1)))
         return Child(wid, ["bash", os.path.join(HERE, "rule1.sh")], env, REPO, workdir)
     if wid == "rule2":
-        env.update(KUBECTL=KUBECTL, INTERVAL="1", MAX_TRIES=str(poll_tries or max(1, int(timeout) + 1)))
+        # upstream: 120 polls, then the rollout; its rollout status has no timeout, here the pass's
+        env.update(KUBECTL=KUBECTL, INTERVAL="1", MAX_TRIES=str(poll_tries or UPSTREAM_POLLS),
+                   ROLLOUT_TIMEOUT=str(int(timeout)), NAMESPACE="dra-driver-cpu", DAEMONSET="dra-driver-cpu")
         return Child(wid, ["bash", os.path.join(HERE, "rule2.sh")], env, REPO, workdir)
-    if wid == "module":
+    if wid in ("module", "module_pods"):
         args = os.path.join(workdir, f"{wid}-args.json")
+        margs = {"kubeconfig": kubeconfig, "timeout": int(timeout), "wait": True}
+        if wid == "module":
+            margs["nodes"] = list(nodes)
+        else:
+            margs["namespace"] = "dra-driver-cpu"
         with open(args, "w") as f:
-            json.dump({"ANSIBLE_MODULE_ARGS": {"kubeconfig": kubeconfig, "nodes": list(nodes),
-                                               "timeout": int(timeout), "wait": True}}, f)
+            json.dump({"ANSIBLE_MODULE_ARGS": margs}, f)
         return Child(wid, [os.path.join(VENV_BIN, "python"), MODULE, args], module_env(), REPO, workdir)
     if wid == "playbook":
         vars_path = os.path.join(workdir, "playbook-vars.json")
         with open(vars_path, "w") as f:
-            json.dump({"bench_kubeconfig": kubeconfig, "bench_nodes": list(nodes), "bench_timeout": int(timeout)}, f)
+            json.dump({"bench_kubeconfig": kubeconfig, "bench_timeout": int(timeout)}, f)
         env["ANSIBLE_CONFIG"] = os.path.join(REPO, "ansible.cfg")
         env["PATH"] = VENV_BIN + os.pathsep + env.get("PATH", "")
         env["ANSIBLE_LOCAL_TEMP"] = os.path.join(workdir, "ansible-tmp")
@@ -141,7 +181,7 @@ def outcome(child, special_node=None):
     """{ready: bool, rc, named: bool|None, stats: dict|None, msg}"""
     out, err = child.output()
     res = {"rc": child.rc, "ready": child.rc == 0, "named": None, "stats": None, "msg": ""}
-    if child.wid == "module":
+    if child.wid in ("module", "module_pods"):
         try:
             data = json.loads(out[out.index("{"):])
         except ValueError:
@@ -152,7 +192,9 @@ def outcome(child, special_node=None):
     elif child.wid == "playbook":
         try:
             data = json.loads(out[out.index("{"):])
-            task = data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+            tasks = data["plays"][0]["tasks"]
+            waits = [t for t in tasks if t["task"]["name"].startswith("Wait until every driver node")]
+            task = (waits or tasks)[0]["hosts"]["localhost"]
         except (ValueError, KeyError, IndexError):
             task = {"failed": True, "msg": f"no JSON from ansible-playbook: {out[-300:]} {err[-300:]}"}
         res["ready"] = child.rc == 0 and not task.get("failed")
@@ -160,6 +202,6 @@ def outcome(child, special_node=None):
         res["stats"] = task.get("wait_stats")
     else:
         res["msg"] = (out + err).strip()[-300:]
-    if special_node and not res["ready"] and child.wid in ("module", "playbook"):
+    if special_node and not res["ready"] and child.wid in OURS:
         res["named"] = special_node in (res["msg"] or out)
     return res

@@ -1,47 +1,45 @@
 #!/usr/bin/env bash
-# The main job. With a cluster configured (KUBECONFIG, K8S_AUTH_KUBECONFIG, the kubevirtci
-# kubeconfig or ~/.kube/config) it installs the driver there. With none it brings up the local
-# hermetic test cluster (12 vCPUs, 2 NUMA cells, 1 node unless told otherwise), installs the chart
-# from its local registry, shows the per-cell table and proves a claim is allocatable.
+# The demo: brings up the local hermetic test cluster (12 vCPUs, 2 NUMA cells, 1 node unless told
+# otherwise) in its own state dir, installs the chart from its local registry, shows the per-cell
+# table and proves a claim is allocatable. It only ever touches that cluster: the kubeconfig it
+# passes to the playbooks is the test cluster's own, and KUBECONFIG, K8S_AUTH_*, the kubevirtci
+# path and ~/.kube/config are not read (they are removed from the environment first).
+# Installing into a real cluster is `ansible-playbook kubevirtci.dra_cpu.install` (see README).
+#   DEMO_STATE_DIR   the test cluster's state dir (default <repo>/.cluster, as `make cluster-up`)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-export PATH="$top/.venv/bin:$PATH" ANSIBLE_CONFIG="$top/ansible.cfg"
-export KUBEVIRT_USE_DRA_CPU=${KUBEVIRT_USE_DRA_CPU:-true}
-
-kubevirtci_kubeconfig=""
-if [ -n "${KUBEVIRTCI_CONFIG_PATH:-}" ] && [ -n "${KUBEVIRT_PROVIDER:-}" ]; then
-  kubevirtci_kubeconfig="$KUBEVIRTCI_CONFIG_PATH/$KUBEVIRT_PROVIDER/.kubeconfig"
-fi
-configured=""
-for k in "${K8S_AUTH_KUBECONFIG:-}" "${KUBECONFIG:-}" "$kubevirtci_kubeconfig" "$HOME/.kube/config"; do
-  if [ -n "$k" ] && [ -f "$k" ]; then configured=$k; break; fi
+state=${DEMO_STATE_DIR:-$top/.cluster}
+# nothing implicit: no kubeconfig, context or credentials from the caller's environment
+for v in $(compgen -e); do
+  case $v in K8S_AUTH_*|KUBECONFIG|KUBEVIRTCI_CONFIG_PATH|KUBEVIRT_PROVIDER) unset "$v" ;; esac
 done
+export PATH="$top/.venv/bin:$PATH" ANSIBLE_CONFIG="$top/ansible.cfg" CLUSTER_STATE_DIR="$state"
+export KUBEVIRT_USE_DRA_CPU=true
 
-if [ -n "$configured" ]; then
-  echo "== installing dra-driver-cpu into the cluster of $configured"
-  ansible-playbook playbooks/install.yml "$@"
-  exit 0
-fi
-
-echo "== no cluster configured: bringing up the local test cluster (binaries are built once and cached)"
+echo "== bringing up the local test cluster in $state (binaries are built once and cached)"
 tests/cluster/build.sh all >/dev/null
 # its stdout is the env file (with the admin token): keep it out of the output
 .venv/bin/python tests/cluster/cluster.py up >/dev/null
-# shellcheck disable=SC1091
-source "${CLUSTER_STATE_DIR:-$top/.cluster}/env"
-export DRA_CPU_CHART
-echo "== ansible-playbook playbooks/install.yml  (chart $DRA_CPU_CHART)"
+# read only what the demo needs from the cluster's env file, without exporting KUBECONFIG
+cluster_var() { (set +u; unset KUBECONFIG; source "$state/env" >/dev/null; printf '%s' "${!1}"); }
+kubeconfig=$(cluster_var KUBECONFIG)
+chart=$(cluster_var DRA_CPU_CHART)
+mirror=$(cluster_var CLUSTER_HELM_MIRROR)
+[ -f "$kubeconfig" ] || { echo "demo: the test cluster wrote no kubeconfig in $state/env" >&2; exit 1; }
+
 # the chart comes from the cluster's local OCI registry (plain HTTP on loopback), and helm, when
 # missing from PATH, from its local mirror of the release tarballs (checksum verified)
-local_vars=(-e dra_cpu_chart_plain_http=true -e "dra_cpu_helm_mirror=$CLUSTER_HELM_MIRROR"
+local_vars=(-e "dra_cpu_kubeconfig=$kubeconfig" -e dra_cpu_context= -e "dra_cpu_chart=$chart"
+            -e dra_cpu_chart_plain_http=true -e "dra_cpu_helm_mirror=$mirror"
             -e dra_cpu_helm_mirror_allow_http=true)
+echo "== ansible-playbook playbooks/install.yml  (chart $chart, kubeconfig $kubeconfig)"
 ansible-playbook playbooks/install.yml "${local_vars[@]}" "$@"
 echo "== ansible-playbook playbooks/verify.yml  (a ResourceClaim shaped like KubeVirt's)"
 ansible-playbook playbooks/verify.yml "${local_vars[@]}"
 cat <<MSG
-== done. The cluster keeps running:
-   export KUBECONFIG=$KUBECONFIG
+== done. The test cluster keeps running:
+   export KUBECONFIG=$kubeconfig
    kubectl get resourceslices -o wide
-   make cluster-down        # tear it down
+   CLUSTER_STATE_DIR=$state make cluster-down        # tear it down
 MSG

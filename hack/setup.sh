@@ -34,12 +34,12 @@ if [ -z "$py" ]; then
   done
 fi
 stamp="$venv/.requirements.sha256"
-want=$(cat requirements.txt requirements-test.txt | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   log "creating $venv with $py ($("$py" --version))"
   "$py" -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q -r requirements-test.txt
+  "$venv/bin/pip" install -q -r requirements-dev.txt
   echo "$want" > "$stamp"
 fi
 

@@ -2,13 +2,27 @@
 # SPDX-License-Identifier: Apache-2.0
 """Find the driver's pods and the nodes they run on.
 
-Owns: the node of a (possibly still pending) DaemonSet pod and the set of
-nodes that run a driver pod. Pure functions over pod objects; no I/O.
+Owns: which DaemonSets a helm release created (helm's release annotations,
+else the ``app.kubernetes.io/instance`` label) and the label selectors of
+their pods (the DaemonSets' own ``spec.selector``, so ``nameOverride`` and
+``fullnameOverride`` do not matter); listing those pods; the node of a
+(possibly still pending) DaemonSet pod and the set of nodes that run a
+driver pod. Reads only through the given API object.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+try:
+    from urllib.parse import quote
+except ImportError:  # Python 2 (ansible-test sanity compile)
+    from urllib import quote  # type: ignore
+
+RELEASE_NAME_ANNOTATION = "meta.helm.sh/release-name"
+RELEASE_NAMESPACE_ANNOTATION = "meta.helm.sh/release-namespace"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+LEGACY_POD_SELECTOR = "app.kubernetes.io/name=dra-driver-cpu"
 
 
 def _meta(obj):
@@ -45,3 +59,84 @@ def driver_nodes(pods):
         if node:
             nodes.add(node)
     return sorted(nodes)
+
+
+def release_owns(obj, release, namespace):
+    """True when helm's annotations (or, without them, the instance label) name ``release``."""
+    meta = _meta(obj)
+    annotations = meta.get("annotations") or {}
+    if RELEASE_NAME_ANNOTATION in annotations:
+        return (annotations.get(RELEASE_NAME_ANNOTATION) == release
+                and annotations.get(RELEASE_NAMESPACE_ANNOTATION, namespace) == namespace)
+    return (meta.get("labels") or {}).get(INSTANCE_LABEL) == release
+
+
+def label_selector(selector):
+    """A LabelSelector object (``matchLabels``, ``matchExpressions``) as a selector string."""
+    selector = selector or {}
+    parts = ["%s=%s" % (k, v) for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, operator = expr.get("key"), expr.get("operator")
+        values = ",".join(expr.get("values") or [])
+        if operator == "In":
+            parts.append("%s in (%s)" % (key, values))
+        elif operator == "NotIn":
+            parts.append("%s notin (%s)" % (key, values))
+        elif operator == "Exists":
+            parts.append(key)
+        elif operator == "DoesNotExist":
+            parts.append("!%s" % key)
+    return ",".join(parts)
+
+
+def release_daemonsets(daemonsets, release, namespace):
+    """The DaemonSets of ``release``, sorted by name."""
+    owned = [d for d in daemonsets or [] if release_owns(d, release, namespace)]
+    return sorted(owned, key=lambda d: _meta(d).get("name") or "")
+
+
+def release_pod_selectors(api, namespace, release):
+    """The pod selectors of the release's DaemonSets (one per DaemonSet; [] when it has none)."""
+    path = "/apis/apps/v1/namespaces/%s/daemonsets" % quote(namespace, safe="")
+    items = api.get_json(path).get("items") or []
+    selectors = []
+    for ds in release_daemonsets(items, release, namespace):
+        text = label_selector((ds.get("spec") or {}).get("selector"))
+        if text and text not in selectors:
+            selectors.append(text)
+    return selectors
+
+
+def list_driver_pods(api, namespace, selectors):
+    """The pods matching any of ``selectors`` in ``namespace``, each once."""
+    pods, seen = [], set()
+    for selector in selectors:
+        for pod in api.list_pods(namespace, selector):
+            key = _meta(pod).get("uid") or _meta(pod).get("name")
+            if key not in seen:
+                seen.add(key)
+                pods.append(pod)
+    return pods
+
+
+def describe_selectors(selectors):
+    """``selector a`` or ``selectors a; b`` for messages."""
+    if len(selectors) == 1:
+        return "selector %s" % selectors[0]
+    return "selectors %s" % "; ".join(selectors)
+
+
+def resolve_pod_selectors(api, namespace, release="", pod_selector=None):
+    """The selectors of the driver's pods: ``pod_selector`` when given, else those of the DaemonSets
+    of ``release``, else the chart's default name label. Returns ``(selectors, problem)``;
+    ``problem`` says why the release has none."""
+    if pod_selector:
+        return [pod_selector], None
+    if not release:
+        return [LEGACY_POD_SELECTOR], None
+    selectors = release_pod_selectors(api, namespace, release)
+    if selectors:
+        return selectors, None
+    return [], ("helm release %s has no DaemonSet in namespace %s (none carries the annotation %s=%s or the "
+                "label %s=%s): is the chart installed?" % (release, namespace, RELEASE_NAME_ANNOTATION, release,
+                                                           INSTANCE_LABEL, release))

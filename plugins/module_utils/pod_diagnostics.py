@@ -13,7 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import pod_node
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import (
+    describe_selectors,
+    list_driver_pods,
+    pod_node,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError
 
 
@@ -73,15 +77,17 @@ def describe_pod(state):
 def pending_report(api, result, namespace, pod_selector, log_lines=20, container=None):
     """Per node still missing or incomplete: state, reason, driver pod, logs.
 
-    Returns a list of ``{node, state, reason, pod, logs}``; I/O errors are
-    reported in the entries rather than raised.
+    ``pod_selector`` is one label selector or a list of them (a release's
+    DaemonSets). Returns a list of ``{node, state, reason, pod, logs}``; I/O
+    errors are reported in the entries rather than raised.
     """
+    selectors = [pod_selector] if isinstance(pod_selector, str) else list(pod_selector)
     progress = result["progress"]
     entries = []
     pods_by_node = {}
     pod_error = None
     try:
-        for pod in api.list_pods(namespace, pod_selector):
+        for pod in list_driver_pods(api, namespace, selectors):
             node = pod_node(pod)
             if node:
                 pods_by_node.setdefault(node, []).append(pod)
@@ -95,7 +101,8 @@ def pending_report(api, result, namespace, pod_selector, log_lines=20, container
         if pod_error:
             entry["pod_error"] = pod_error
         elif not pods:
-            entry["pod_error"] = "no driver pod on this node (namespace %s, selector %s)" % (namespace, pod_selector)
+            entry["pod_error"] = "no driver pod on this node (namespace %s, %s)" % (namespace,
+                                                                                  describe_selectors(selectors))
         else:
             pod = pods[0]
             entry["pod"] = pod_state(pod)

@@ -14,6 +14,9 @@ __metaclass__ = type
 
 DEVICES_WIDTH = 20
 EMPTY = "(no CPUs published)"
+# rows for at most this many nodes (the fact has them all): 1,000 nodes x 8 cells would be 9,000
+# lines, 0.4 MB of result that Ansible scrubs, sends and prints
+MAX_NODES = 50
 
 
 def _devices(names):
@@ -27,20 +30,25 @@ def _devices(names):
 def render_table(topology):
     """Node, cell, devices, allocatable CPUs; a total per node; the largest VM and cells.
 
-    Returns a list of lines; a topology without nodes gives ``[EMPTY]``.
+    Returns a list of lines; a topology without nodes gives ``[EMPTY]``. Past ``MAX_NODES`` nodes,
+    one line says how many more there are instead of their rows.
     """
     nodes = topology.get("nodes") or {}
     if not nodes:
         return [EMPTY]
     width = max([4] + [len(name) for name in nodes])
     lines = ["%-*s  CELL  %-*s  ALLOCATABLE CPUS" % (width, "NODE", DEVICES_WIDTH, "DEVICES")]
-    for name in sorted(nodes):
+    names = sorted(nodes)
+    for name in names[:MAX_NODES]:
         node = nodes[name]
         for cell in node.get("cells") or []:
             lines.append("%-*s  %4s  %-*s  %s" % (width, name, cell["id"], DEVICES_WIDTH,
                                                   _devices(cell.get("devices") or []),
                                                   cell["allocatable_cpus"]))
         lines.append("%-*s  total   %*s%s" % (width, name, DEVICES_WIDTH, "", node.get("allocatable_cpus", "?")))
+    if len(names) > MAX_NODES:
+        lines.append("... and %d more node(s), %s to %s: their cells are in the dra_cpu_topology fact"
+                     % (len(names) - MAX_NODES, names[MAX_NODES], names[-1]))
     lines.append("largest VM that fits: %s host CPUs (a claim takes all its CPUs from one cell)"
                  % topology.get("max_vm_host_cpus", "?"))
     largest, smallest = topology.get("largest_cell"), topology.get("smallest_cell")

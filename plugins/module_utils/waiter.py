@@ -28,9 +28,12 @@ import time
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.slice_pools import (
     DEFAULT_DRIVER,
+    group_pools,
     pool_progress,
+    pools_by_node,
     slice_node,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_topology
 
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
 NODE_CHECK_INTERVAL = 15.0
@@ -69,6 +72,8 @@ class SliceWaiter(object):
         # slices per node, and the target nodes whose pool is not complete yet
         self.by_node = {}
         self.pending = set()
+        # each target's topology, built when its pool completes (during the wait, not after it)
+        self.node_facts = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -97,8 +102,14 @@ class SliceWaiter(object):
         self.pending = set(node for node in self.targets if not self._complete(node))
 
     def _complete(self, node):
+        """Judge one node's pool; keep its topology (``node_facts``) while the pool is complete."""
         slices = list(self.by_node.get(node, {}).values())
-        return bool(pool_progress(slices, [node], self.driver)["complete"])
+        pool = pools_by_node(group_pools(slices, self.driver)).get(node)
+        if pool is None or not pool["complete"]:
+            self.node_facts.pop(node, None)
+            return False
+        self.node_facts[node] = node_topology(pool, self.driver)
+        return True
 
     def _judge(self, node):
         """Re-judge one target node after its slices changed."""
@@ -303,6 +314,7 @@ class SliceWaiter(object):
             "targets": list(self.targets),
             "dropped_nodes": sorted(self.dropped),
             "progress": progress,
+            "node_facts": dict((n, self.node_facts[n]) for n in self.targets if n in self.node_facts),
             "stats": dict(self.stats),
             "resource_version": self.resource_version,
             "last_error": self.last_error,

@@ -19,7 +19,8 @@ description:
     reconnection after a network error.
   - A pool is complete when the slices at its highest generation number its C(resourceSliceCount);
     slices of older generations are ignored. Slice names are never used.
-  - Target nodes are O(nodes), or the nodes running a driver pod (O(namespace), O(pod_selector)).
+  - Target nodes are O(nodes), or the nodes running a driver pod (O(namespace), and O(pod_selector) or the
+    DaemonSets of O(release_name)).
     A target node deleted during the wait is dropped.
   - On timeout it fails naming every node still missing or incomplete, with its driver pod's phase,
     container states and last O(log_lines) log lines.
@@ -51,10 +52,19 @@ options:
     description: Namespace of the driver pods.
     type: str
     default: dra-driver-cpu
-  pod_selector:
-    description: Label selector of the driver pods.
+  release_name:
+    description:
+      - The helm release that installed the driver. Its driver pods are found through the DaemonSets
+        the release created (helm's C(meta.helm.sh/release-name) annotation, else the
+        C(app.kubernetes.io/instance) label) and their own C(spec.selector), so the chart's
+        C(nameOverride)/C(fullnameOverride) do not matter.
     type: str
-    default: app.kubernetes.io/name=dra-driver-cpu
+    default: ''
+  pod_selector:
+    description:
+      - Label selector of the driver pods; overrides O(release_name).
+      - Without both, C(app.kubernetes.io/name=dra-driver-cpu) (the chart's default name).
+    type: str
   wait:
     description:
       - Wait until every target node has a complete pool. With V(false), read the slices once and report what
@@ -167,7 +177,8 @@ ansible_facts:
 summary:
   description:
     - A table of node, cell, devices and allocatable CPUs with a total per node, then the largest VM that fits
-      and the largest and smallest cells; one line per list item (the role prints it as it is).
+      and the largest and smallest cells; one line per list item (the role prints it as it is). Rows for at
+      most 50 nodes; one line counts the others (their cells are in the fact).
   returned: success
   type: list
   elements: str
@@ -215,20 +226,23 @@ wait_stats:
 
 import gc
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as topo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_table import render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import driver_nodes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import (
+    describe_selectors,
+    driver_nodes,
+    list_driver_pods,
+    resolve_pod_selectors,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.pod_diagnostics import pending_report, timeout_message
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.waiter import SliceWaiter
 
@@ -238,7 +252,8 @@ def argument_spec():
         driver=dict(type="str", default=topo.DEFAULT_DRIVER),
         nodes=dict(type="list", elements="str"),
         namespace=dict(type="str", default="dra-driver-cpu"),
-        pod_selector=dict(type="str", default="app.kubernetes.io/name=dra-driver-cpu"),
+        release_name=dict(type="str", default=""),
+        pod_selector=dict(type="str"),
         wait=dict(type="bool", default=True),
         timeout=dict(type="int", default=300),
         expected_cells_per_node=dict(type="int"),
@@ -281,15 +296,19 @@ def run(api, params, reserved, clock=None, sleep=None):
         kwargs["sleep"] = sleep
     waiter = SliceWaiter(api, params["driver"], **kwargs)
     explicit = params.get("nodes")
+    selectors, problem = resolve_pod_selectors(api, params["namespace"], params.get("release_name"),
+                                               params.get("pod_selector"))
+    empty = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
     if explicit:
         targets = sorted(set(explicit))
     else:
-        targets = driver_nodes(api.list_pods(params["namespace"], params["pod_selector"]))
+        if problem and params["wait"]:
+            return empty, problem
+        targets = driver_nodes(list_driver_pods(api, params["namespace"], selectors))
         if not targets and params["wait"]:
-            return {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [],
-                    "wait_stats": {}}, (
-                "no driver pod found in namespace %s with selector %s: is the chart installed, and can its "
-                "DaemonSet run on any node?" % (params["namespace"], params["pod_selector"]))
+            return empty, (
+                "no driver pod found in namespace %s with %s: is the chart installed, and can its "
+                "DaemonSet run on any node?" % (params["namespace"], describe_selectors(selectors)))
 
     if params["wait"]:
         waited = waiter.wait(targets, params["timeout"])
@@ -307,7 +326,7 @@ def run(api, params, reserved, clock=None, sleep=None):
         "wait_stats": stats,
     }
     if not waited["complete"]:
-        entries = pending_report(api, waited, params["namespace"], params["pod_selector"],
+        entries = pending_report(api, waited, params["namespace"], selectors,
                                  log_lines=params["log_lines"])
         result["pending_nodes"] = entries
         if params["wait"]:
@@ -315,11 +334,10 @@ def run(api, params, reserved, clock=None, sleep=None):
             if waited.get("last_error"):
                 message += "\nlast API error: %s" % waited["last_error"]
             # the nodes that did complete are reported all the same (returned as ``topology``)
-            result["topology"] = topo.build_topology(waited["slices"], params["driver"],
-                                                     nodes=waited["targets"] or None)
+            result["topology"] = _facts(waited, params["driver"])
             return result, message
 
-    facts = topo.build_topology(waited["slices"], params["driver"], nodes=waited["targets"] or None)
+    facts = _facts(waited, params["driver"])
     result["ansible_facts"] = {"dra_cpu_topology": facts}
     result["summary"] = render_table(facts)
 
@@ -335,9 +353,17 @@ def run(api, params, reserved, clock=None, sleep=None):
     return result, None
 
 
+def _facts(waited, driver):
+    """The topology of the targets that completed: their node topologies were built by the waiter
+    as each pool completed, so only the cluster-wide part is left to do here."""
+    if waited["targets"]:
+        return topo.cluster_topology(waited["node_facts"], driver)
+    return topo.build_topology(waited["slices"], driver)
+
+
 def main():
     module = AnsibleK8SModule(
-        module_class=AnsibleModule,
+        module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
         argument_spec=argument_spec(),
         supports_check_mode=True,
     )

@@ -218,6 +218,13 @@ node_affinity:
       (C(kubernetes.io/hostname NotIn [...])); {} when none is skipped.
   returned: always
   type: dict
+cluster:
+  description:
+    - The cluster checked, for the role's "about to change" line. C(server) is the API server URL,
+      C(context) the kubeconfig context used (null without a kubeconfig), C(kubeconfig) the file.
+  returned: when the cluster could be read
+  type: dict
+  sample: {server: "https://127.0.0.1:6443", context: kind-kind, kubeconfig: /home/user/.kube/config}
 report:
   description:
     - The report as lines of text, one per finding after a header line, then one per node the driver is
@@ -264,14 +271,12 @@ installed:
 import copy
 import gc
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec, describe_target
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_nodes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as rules
@@ -310,7 +315,7 @@ def could_not_run(module, message):
 
 def main():
     module = AnsibleK8SModule(
-        module_class=AnsibleModule,
+        module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
         argument_spec=argument_spec(),
         supports_check_mode=True,
     )
@@ -342,6 +347,8 @@ def main():
     # done with the cluster: exempt the client's large heap from the collector so the interpreter
     # does not spend ~0.5 s tearing it down after the result is written (as cpu_topology does)
     gc.freeze()
+    # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
+    result["cluster"] = describe_target(params, client.configuration.host)
     if not result["passed"]:
         module.fail_json(msg=message, changed=False, **result)
     module.exit_json(changed=False, **result)

@@ -4,9 +4,12 @@
 - ResourceSlices published by the test itself (clusters with CLUSTER_SIMULATE_DRIVER=false);
 - a ServiceAccount + TokenRequest kubeconfig (least-privilege and write-counting runs);
 - the audit log reader that counts writes per user;
-- the secret scan over every captured output of the suite (figures in FIGURES).
+- the secret scan over every captured output of the suite (figures in FIGURES): every credential
+  of every cluster the suite started (the API server's tokens and the private keys of its PKI) and
+  every ServiceAccount token it issued. Certificates are public and are not counted as secrets.
 """
 import base64
+import glob
 import json
 import os
 import subprocess
@@ -21,10 +24,12 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 BIN = os.path.dirname(sys.executable)
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
-# filled by the tests; printed by test_reliability_security.py::test_figures and the README
+# filled by the tests; asserted and printed by test_reliability_security.py::test_zz_... (docs/reliability.md)
 FIGURES = {"faults_injected": 0, "faults_survived": 0, "bad_inputs": 0, "bad_input_writes": 0,
-           "outputs_scanned": 0, "secrets_leaked": 0}
+           "outputs_scanned": 0, "vvv_outputs": 0, "vvv_failing": 0, "secrets_searched": 0,
+           "secrets_leaked": 0}
 CAPTURED = []        # (label, text) of every playbook run of the suite, scanned for secrets
+SA_TOKENS = []       # every ServiceAccount token sa_kubeconfig() issued, scanned for at the end
 
 
 def capture(label, result):
@@ -171,6 +176,7 @@ def sa_kubeconfig(cluster, name, cluster_role=None, rules=None, path=None):
     tr = core.create_namespaced_service_account_token(
         name, "default", {"spec": {"expirationSeconds": 7200, "audiences": []}})
     token = tr.status.token
+    SA_TOKENS.append(token)
     with open(cluster.env["CLUSTER_CA_FILE"], "rb") as f:
         ca = base64.b64encode(f.read()).decode()
     kc = {"apiVersion": "v1", "kind": "Config", "current-context": name,
@@ -233,25 +239,57 @@ class AuditLog:
 # ------------------------------------------------------------------------------------------ secrets
 
 
-def secrets_of(cluster, extra=()):
-    """Strings that must never appear in output: the admin token, the kubeconfig's embedded
-    certificate data (base64 and decoded body), and any extra tokens."""
+TOKENS_PER_CLUSTER = 3   # admin, kube-controller-manager, kube-scheduler (<state>/pki/tokens.csv)
+# private keys every cluster has: its PKI (cluster.py) and the simulated kubelets' serving key; the
+# controller-manager and scheduler add self-signed serving keys of their own (7 in all, measured)
+PKI_KEYS = ("ca.key", "apiserver.key", "apiserver-kubelet-client.key", "sa.key", "kubelet.key")
+KEYS_PER_CLUSTER = 7
+
+
+def cluster_credentials(cluster):
+    """The secrets of one test cluster: ``{"tokens": [...], "private_keys": [...]}``.
+
+    Tokens: every token the API server accepts from its token file (the admin kubeconfig's among
+    them). Private keys: the first line of the base64 body of every PEM private key under the state
+    dir (enough to recognise the key in any output). Certificates (the CA data in kubeconfigs, the
+    *.crt files) are public and left out.
+    """
+    pki = os.path.join(cluster.state_dir, "pki")
+    with open(os.path.join(pki, "tokens.csv")) as f:
+        tokens = [line.split(",", 1)[0] for line in f if line.strip()]
     with open(cluster.kubeconfig) as f:
         kc = yaml.safe_load(f)
-    found = [cluster.env.get("CLUSTER_ADMIN_TOKEN", "")]
     for u in kc.get("users") or []:
         user = u.get("user") or {}
-        for key in ("token", "client-key-data", "client-certificate-data", "password"):
-            if user.get(key):
-                found.append(user[key])
-    for c in kc.get("clusters") or []:
-        data = (c.get("cluster") or {}).get("certificate-authority-data")
-        if data:
-            found.append(data[:60])
-            body = base64.b64decode(data).decode()
-            found.append(body.splitlines()[1])      # first base64 line of the PEM body
-    found.extend(extra)
-    return [s for s in found if s and len(s) >= 16]
+        assert not user.get("client-key-data") and not user.get("password"), \
+            "the admin kubeconfig carries a credential the scan does not know"
+        assert user.get("token") in tokens, "the admin kubeconfig's token is not in the token file"
+    keys, names = [], []
+    for path in sorted(glob.glob(os.path.join(cluster.state_dir, "**", "*.key"), recursive=True)):
+        with open(path) as f:
+            lines = f.read().splitlines()
+        assert lines and "PRIVATE KEY" in lines[0], path
+        keys.append(lines[1])
+        names.append(os.path.relpath(path, cluster.state_dir))
+    missing = [k for k in PKI_KEYS if k not in [os.path.basename(n) for n in names]]
+    assert not missing, f"private keys not found under {cluster.state_dir}: {missing} (found {names})"
+    return {"tokens": tokens, "private_keys": keys, "key_files": names}
+
+
+def all_secrets():
+    """Every secret the suite knows of: the credentials of each cluster it started and every
+    ServiceAccount token it issued. Returns (secrets, counts) with counts per kind."""
+    found, counts = [], {"clusters": 0, "cluster_tokens": 0, "private_keys": 0, "sa_tokens": len(SA_TOKENS)}
+    for cluster in _CLUSTERS.values():
+        creds = cluster_credentials(cluster)
+        counts["clusters"] += 1
+        counts["cluster_tokens"] += len(creds["tokens"])
+        counts["private_keys"] += len(creds["private_keys"])
+        found += creds["tokens"] + creds["private_keys"]
+    found += SA_TOKENS
+    assert all(len(x) >= 16 for x in found), "a secret too short to search for"
+    assert len(set(found)) == len(found), "the same secret counted twice"
+    return found, counts
 
 
 def scan(secret_strings):

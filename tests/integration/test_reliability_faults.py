@@ -24,9 +24,26 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
 
-def fault(survived):
+def injected():
+    """A fault was injected (counted at once, survived or not)."""
     FIGURES["faults_injected"] += 1
-    FIGURES["faults_survived"] += 1 if survived else 0
+
+
+def survived():
+    """Called as the last statement of a fault's test: it counts only once every assert passed."""
+    FIGURES["faults_survived"] += 1
+
+
+def task_seconds(result, contains):
+    """Wall time of a task as the controller saw it (module start, wait, diagnostics and exit)."""
+    import datetime
+    for play in result.data.get("plays", []):
+        for task in play.get("tasks", []):
+            if contains in task["task"]["name"]:
+                d = task["task"]["duration"]
+                start, end = (datetime.datetime.fromisoformat(d[k].replace("Z", "+00:00")) for k in ("start", "end"))
+                return (end - start).total_seconds(), end.timestamp()
+    raise AssertionError(f"no task named like {contains!r}")
 
 
 @pytest.fixture(scope="module")
@@ -97,13 +114,12 @@ def test_apiserver_killed_and_restarted_during_the_wait(sc, tmp_path):
     t, box = in_background(run_topology, sc, tmp_path, nodes=["node01", "node02"], timeout=150)
     wait_for_watch(sc, t, baseline)
     cluster_py(sc, "restart-apiserver", "2")            # returns once /readyz answers again
+    injected()
     time.sleep(3)
     assert t.is_alive(), f"returned after the restart although node02 is missing: {box.get('r')!r}"
     publish(sc, pool_slices(sc, "node02"))
     t.join(150)
     r = box["r"]
-    ok = r.rc == 0 and no_traceback(r)
-    fault(ok)
     assert r.rc == 0, r
     assert no_traceback(r), r.stdout[-3000:]
     res_ = topo_result(r)
@@ -113,6 +129,7 @@ def test_apiserver_killed_and_restarted_during_the_wait(sc, tmp_path):
     stats = res_["wait_stats"]
     assert stats["reconnects"] + stats["relists"] >= 1, stats
     assert stats["elapsed"] < 150
+    survived()
 
 
 def etcd_compact(cluster):
@@ -140,6 +157,7 @@ def test_expired_watch_410_relists_and_continues(sc):
     delete_slices(sc)
     publish(sc, pool_slices(sc, "node01"))
     compacted = etcd_compact(sc)
+    injected()
 
     class StaleList(RawApi):
         """The first list answers with a resourceVersion from before the compaction."""
@@ -159,17 +177,17 @@ def test_expired_watch_410_relists_and_continues(sc):
     publish(sc, pool_slices(sc, "node02"))
     t.join(60)
     out = box["r"]
-    fault(out["complete"] and out["stats"]["relists"] >= 1)
     assert out["complete"], out["progress"]
     assert out["stats"]["relists"] >= 1, (out["stats"], out["last_error"], compacted)
     assert int(out["resource_version"]) > compacted
+    survived()
 
 
 def test_pool_with_a_missing_chunk_is_not_ready(sc, tmp_path):
     delete_slices(sc)
     publish(sc, pool_slices(sc, "node01", chunks=2)[:1])
+    injected()
     r = run_topology(sc, tmp_path, nodes=["node01"], timeout=6)
-    fault(r.rc != 0 and no_traceback(r))
     assert r.rc != 0, "reported ready with one chunk of two"
     res_ = topo_result(r)
     assert "dra_cpu_topology" not in (res_.get("ansible_facts") or {})
@@ -178,9 +196,11 @@ def test_pool_with_a_missing_chunk_is_not_ready(sc, tmp_path):
     assert res_["pending_nodes"][0]["state"] == "incomplete"
     assert res_["wait_stats"]["elapsed"] < 6 + 5
     # the missing chunk arrives: ready
+    assert no_traceback(r), r.stdout[-3000:]
     publish(sc, pool_slices(sc, "node01", chunks=2)[1:])
     r = run_topology(sc, tmp_path, nodes=["node01"], timeout=20)
     assert r.rc == 0, r
+    survived()
 
 
 def test_generation_bump_mid_wait_waits_for_the_new_generation(sc, tmp_path):
@@ -191,22 +211,24 @@ def test_generation_bump_mid_wait_waits_for_the_new_generation(sc, tmp_path):
     wait_for_watch(sc, t, baseline)
     gen2 = pool_slices(sc, "node01", generation=2, reserved=(0, 1, 6))
     publish(sc, gen2[:1] + pool_slices(sc, "node02"))        # node02 complete, node01 gen 2 half done
+    injected()
     time.sleep(4)
     assert t.is_alive(), f"ready while node01's generation 2 is incomplete: {box.get('r')!r}"
     publish(sc, gen2[1:])
     t.join(60)
     r = box["r"]
-    fault(r.rc == 0)
     assert r.rc == 0, r
     node01 = topo_result(r)["ansible_facts"]["dra_cpu_topology"]["nodes"]["node01"]
     assert node01["pool_generation"] == 2
     assert node01["allocatable_cpus"] == 9          # generation 2 reserves CPU 6 too
+    survived()
 
 
 def test_node_deleted_during_the_wait_is_dropped(sc, tmp_path):
     """node03 runs no driver (no slices) and node02 has half a pool; both Nodes are deleted during
     the wait (the garbage collector then deletes node02's slice): both are dropped and the wait
-    ends well before its timeout. Runs last on this cluster (it deletes Nodes)."""
+    ends within 20 s of the deletion (the module re-checks the pending nodes every 15 s), far
+    before its 90 s timeout. Runs last on this cluster (it deletes Nodes)."""
     delete_slices(sc)
     publish(sc, pool_slices(sc, "node01"))
     publish(sc, pool_slices(sc, "node02", chunks=2)[:1])
@@ -214,19 +236,21 @@ def test_node_deleted_during_the_wait_is_dropped(sc, tmp_path):
     t, box = in_background(run_topology, sc, tmp_path, nodes=["node01", "node02", "node03"], timeout=90)
     wait_for_watch(sc, t, baseline)
     nodes = res(sc, "v1", "Node")
-    deleted_at = time.monotonic()
+    deleted_at = time.time()
     nodes.delete(name="node02")
     nodes.delete(name="node03")
+    injected()
     t.join(90)
     r = box["r"]
-    took = time.monotonic() - deleted_at
-    fault(r.rc == 0 and took < 45)
     assert r.rc == 0, r
     out = topo_result(r)
     assert out["dropped_nodes"] == ["node02", "node03"]
     assert out["targets"] == ["node01"]
     assert sorted(out["ansible_facts"]["dra_cpu_topology"]["nodes"]) == ["node01"]
-    assert took < 45, f"took {took:.0f}s after the deletion (timeout 90)"
+    _, task_end = task_seconds(r, "Wait for the topology")
+    took = task_end - deleted_at
+    assert took < 20, f"the task ended {took:.1f}s after the deletion (node check every 15 s, timeout 90 s)"
+    survived()
 
 
 # ------------------------------------------------------------------------------ driver cluster
@@ -259,24 +283,28 @@ def release_history(cluster, name="dra-driver-cpu", ns="dra-driver-cpu"):
 
 def test_driver_crashloop_on_one_node_fails_in_time_naming_node_reason_and_logs(dc):
     annotate(dc, "node02", "pod-fault", "crashloop")
+    injected()
     try:
         r = install(dc, dra_cpu_topology_timeout=20)
         out = r.result("Wait until every driver node has published its CPU topology")
-        ok = r.rc != 0 and no_traceback(r)
         msg = out.get("msg", "")
         elapsed = out.get("wait_stats", {}).get("elapsed", 999)
-        fault(ok and "node02" in msg and elapsed <= 25)
         assert r.rc != 0, r
         assert no_traceback(r), r.stdout[-3000:]
         assert "timed out after 20s" in msg and "node02" in msg, msg
         assert "CrashLoopBackOff" in msg, msg
         assert "last log lines of dra-driver-cpu-" in msg, msg
         assert "node01:" not in msg
-        assert elapsed <= 25, elapsed
+        assert 20 <= elapsed < 25, elapsed          # the wait ends at its timeout, not before
+        # the whole task (module start, the wait, the pod diagnostics and logs, exit) within timeout + 10 s
+        # (25.1 s measured for the 20 s timeout at load 15 on 2 cores)
+        task, _ = task_seconds(r, "Wait until every driver node has published its CPU topology")
+        assert task < 20 + 10, task
         assert [p["node"] for p in out["pending_nodes"]] == ["node02"]
         assert out["pending_nodes"][0]["logs"], out["pending_nodes"][0]
         # the healthy node's facts are in the result
         assert out["topology"]["nodes"]["node01"]["allocatable_cpus"] == 10, out.get("topology")
+        survived()
     finally:
         annotate(dc, "node02", "pod-fault", None)
 
@@ -289,6 +317,7 @@ def test_driver_never_starting_on_one_node_names_the_pending_pod(dc, tmp_path):
     if not release_history(dc):
         assert install(dc).rc == 0
     annotate(dc, "node02", "pod-fault", "never")
+    injected()
     try:
         for pod in core.list_namespaced_pod("dra-driver-cpu").items:
             if pod.spec.node_name == "node02":
@@ -300,12 +329,13 @@ def test_driver_never_starting_on_one_node_names_the_pending_pod(dc, tmp_path):
             time.sleep(1)
         r = run_topology(dc, tmp_path, timeout=8)
         out = topo_result(r)
-        fault(r.rc != 0 and "node02" in out.get("msg", "") and no_traceback(r))
         assert r.rc != 0
+        assert no_traceback(r), r.stdout[-3000:]
         assert "node02: no ResourceSlice published" in out["msg"], out["msg"]
         assert "Pending" in out["msg"] and "ContainerCreating" in out["msg"], out["msg"]
         assert out["topology"]["nodes"]["node01"]["allocatable_cpus"] == 10
         assert out["wait_stats"]["elapsed"] <= 8 + 5
+        survived()
     finally:
         annotate(dc, "node02", "pod-fault", None)
     helm_uninstall(dc)
@@ -348,6 +378,7 @@ def test_pending_install_is_reported_then_recovered(dc):
     chart = dc.chart
     kill_helm_midway(dc, "install", "dra-driver-cpu", chart, "--version", "0.3.0", "-n", "dra-driver-cpu",
                      "--create-namespace", status="pending-install")
+    injected()
     r = install(dc)
     msg = " ".join(r.failure_messages())
     assert r.rc != 0
@@ -355,11 +386,11 @@ def test_pending_install_is_reported_then_recovered(dc):
     assert "helm uninstall dra-driver-cpu -n dra-driver-cpu" in msg and "dra_cpu_helm_recover=true" in msg, msg
     assert release_history(dc)[-1]["status"] == "pending-install"     # untouched
     r = install(dc, dra_cpu_helm_recover=True)
-    fault(r.rc == 0)
     assert r.rc == 0, r
     hist = release_history(dc)
     assert hist[-1]["status"] == "deployed", hist
     assert r.fact("dra_cpu_topology")["nodes"]["node01"]["allocatable_cpus"] == 10
+    survived()
 
 
 def test_pending_upgrade_is_reported_then_rolled_back_and_upgraded(dc):
@@ -369,12 +400,12 @@ def test_pending_upgrade_is_reported_then_rolled_back_and_upgraded(dc):
     assert before and before[-1]["status"] == "deployed"
     kill_helm_midway(dc, "upgrade", "dra-driver-cpu", dc.chart, "--version", "0.3.0", "-n", "dra-driver-cpu",
                      "--reuse-values", "--set", "podAnnotations.interrupted=yes", status="pending-upgrade")
+    injected()
     r = install(dc)
     msg = " ".join(r.failure_messages())
     assert r.rc != 0
     assert "stuck in 'pending-upgrade'" in msg and "helm rollback dra-driver-cpu -n dra-driver-cpu --wait" in msg, msg
     r = install(dc, dra_cpu_helm_recover=True)
-    fault(r.rc == 0)
     assert r.rc == 0, r
     hist = release_history(dc)
     assert hist[-1]["status"] == "deployed", hist
@@ -385,6 +416,7 @@ def test_pending_upgrade_is_reported_then_rolled_back_and_upgraded(dc):
     assert [h["revision"] for h in hist] == sorted(h["revision"] for h in hist)
     assert helm(dc, "upgrade", "dra-driver-cpu", dc.chart, "--version", "0.3.0", "-n", "dra-driver-cpu",
                 "--reuse-values", "--plain-http", "--wait", "--timeout", "60s").returncode == 0
+    survived()
 
 
 def test_two_installs_at_the_same_time_end_consistent(dc):
@@ -392,6 +424,7 @@ def test_two_installs_at_the_same_time_end_consistent(dc):
     audit = AuditLog(dc).mark()
     a, box_a = in_background(install, dc)
     b, box_b = in_background(install, dc)
+    injected()
     a.join(600)
     b.join(600)
     ra, rb = box_a["r"], box_b["r"]
@@ -405,8 +438,8 @@ def test_two_installs_at_the_same_time_end_consistent(dc):
                  # helm's own answer when the other run created the release first
                  or "release: already exists" in " ".join(r.failure_messages())
                  or "stuck in" in " ".join(r.failure_messages())) for r in failed)
-    fault(consistent and len(failed) <= 1 and clear)
     assert len(failed) <= 1, (ra, rb)
     assert clear, [r.failure_messages() for r in failed]
     assert consistent, (releases, hist)
     assert audit.writes(), "no writes recorded"
+    survived()

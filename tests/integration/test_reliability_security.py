@@ -12,13 +12,11 @@ import time
 import pytest
 
 from ansible_run import run_playbook
-from reliability_lib import (CAPTURED, FIGURES, AuditLog, capture, get_cluster, helm, no_traceback,
-                             rbac_rules_from_docs, res, sa_kubeconfig, scan, secrets_of)
+from reliability_lib import (CAPTURED, FIGURES, KEYS_PER_CLUSTER, TOKENS_PER_CLUSTER, AuditLog, all_secrets,
+                             capture, get_cluster, helm, no_traceback, rbac_rules_from_docs, res, sa_kubeconfig,
+                             scan)
 
 pytestmark = pytest.mark.timeout(900)
-
-TOKENS = []          # every token handed out by these tests (scanned for at the end)
-
 
 @pytest.fixture(scope="module")
 def dc(cluster_factory):
@@ -57,7 +55,6 @@ def test_helm_checksum_mismatch_is_refused_and_nothing_written(dc, tmp_path):
     server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",
                                str(mirror), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     kubeconfig, token, user = sa_kubeconfig(dc, "rel-checksum", cluster_role="cluster-admin")
-    TOKENS.append(token)
     try:
         time.sleep(1)
         audit = AuditLog(dc).mark()
@@ -97,7 +94,6 @@ def test_missing_permission_names_verb_and_resource(dc, tmp_path):
             rule["verbs"] = ["get"]            # no list/watch on nodes
         rules.append(rule)
     kubeconfig, token, user = sa_kubeconfig(dc, "rel-no-node-list", rules=rules)
-    TOKENS.append(token)
     audit = AuditLog(dc).mark()
     r = capture("missing permission", run_playbook(dc, "install", as_user(dc, kubeconfig, tmp_path)))
     msg = " ".join(r.failure_messages())
@@ -112,7 +108,6 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
     into the namespace the role created, another driver published a slice and another namespace
     holds a release: the uninstall removes only the role's release."""
     kubeconfig, token, user = sa_kubeconfig(dc, "rel-installer", rules=rbac_rules_from_docs())
-    TOKENS.append(token)
     r = capture("rbac install", run_playbook(dc, "install", as_user(dc, kubeconfig, tmp_path), verbosity=0))
     assert r.rc == 0, r.failure_messages()
     assert r.fact("dra_cpu_topology")["nodes"]["node01"]["allocatable_cpus"] == 10
@@ -162,7 +157,6 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
 
 def test_no_secret_in_output_at_vvv_success_and_failure(dc, tmp_path):
     kubeconfig, token, _ = sa_kubeconfig(dc, "rel-vvv", cluster_role="cluster-admin")
-    TOKENS.append(token)
     for label, variables in [
         ("vvv install (admin kubeconfig)", {"dra_cpu_topology_timeout": 60}),
         ("vvv failing install", as_user(dc, kubeconfig, tmp_path, dra_cpu_min_cell_cpus=64)),
@@ -172,22 +166,49 @@ def test_no_secret_in_output_at_vvv_success_and_failure(dc, tmp_path):
         proc = run_playbook(dc, "uninstall" if "uninstall" in label else "install", variables, verbosity=3,
                             callback="ansible.builtin.default")
         CAPTURED.append((label, proc.stdout + proc.stderr))
+        FIGURES["vvv_outputs"] += 1
+        FIGURES["vvv_failing"] += 1 if proc.returncode != 0 else 0
         if "failing" in label:
-            assert proc.returncode != 0 and "64" in proc.stdout
+            assert proc.returncode != 0 and "no cell can hold a VM of 64 host CPUs" in proc.stdout
         elif "context" in label:
             assert proc.returncode != 0 and "dra_cpu_context: 'nope'" in proc.stdout
         else:
             assert proc.returncode == 0, proc.stdout[-3000:]
         assert "Traceback" not in proc.stdout + proc.stderr
-    leaks = scan(secrets_of(dc, TOKENS))
+    secrets, _ = all_secrets()
+    assert token in secrets
+    leaks = scan(secrets)
     assert leaks == [], leaks
 
 
-def test_zz_secret_scan_of_every_captured_output_and_figures(dc):
-    secrets = secrets_of(dc, TOKENS)
+def test_zz_secret_scan_of_every_captured_output_and_figures(dc, request):
+    """The secret scan over every output the suite captured, and the figures of docs/reliability.md.
+    The exact figures hold when the three reliability files ran completely (make integration);
+    a partial run (-k, one file) checks what it ran."""
+    secrets, counts = all_secrets()
     leaks = scan(secrets)
     FIGURES["outputs_scanned"] = len(CAPTURED)
+    FIGURES["secrets_searched"] = len(secrets)
     FIGURES["secrets_leaked"] = len(leaks)
-    print("\nRELIABILITY FIGURES " + json.dumps(FIGURES))
-    assert len(secrets) >= 3
+    print("\nRELIABILITY FIGURES " + json.dumps(FIGURES) + " SECRETS " + json.dumps(counts))
     assert leaks == [], leaks
+    # every credential of every cluster started, every ServiceAccount token issued, no certificate
+    assert counts["cluster_tokens"] == TOKENS_PER_CLUSTER * counts["clusters"], counts
+    assert counts["private_keys"] == KEYS_PER_CLUSTER * counts["clusters"], counts
+    assert len(secrets) == counts["cluster_tokens"] + counts["private_keys"] + counts["sa_tokens"]
+    collected = {}
+    for item in request.session.items:
+        collected.setdefault(os.path.basename(str(item.fspath)), []).append(item.name)
+    faults = collected.get("test_reliability_faults.py", [])
+    # a fault counts as survived only once every assert of its test passed
+    assert FIGURES["faults_survived"] == FIGURES["faults_injected"] == len(faults), (FIGURES, faults)
+    full = (len(faults) == 10 and "test_all_cases_ran" in collected.get("test_reliability_bad_input.py", [])
+            and len(collected.get("test_reliability_security.py", [])) == 6)
+    if full:
+        # the figures of docs/reliability.md
+        assert counts == {"clusters": 2, "cluster_tokens": 6, "private_keys": 14, "sa_tokens": 5}, counts
+        assert len(secrets) == 25
+        assert FIGURES["faults_injected"] == FIGURES["faults_survived"] == 10
+        assert FIGURES["bad_inputs"] == 48 and FIGURES["bad_input_writes"] == 0, FIGURES
+        assert FIGURES["outputs_scanned"] == 24, [label for label, _ in CAPTURED]
+        assert FIGURES["vvv_outputs"] == 4 and FIGURES["vvv_failing"] == 2, FIGURES

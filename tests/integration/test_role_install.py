@@ -250,3 +250,45 @@ def test_verify_allocates_a_claim_of_max_vm_host_cpus(cluster):
     assert r.rc == 0, r
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
     assert "node01" in text and "cpudevnuma001" in text, text
+
+
+def test_verify_pod_is_shaped_like_a_launcher_pod(cluster):
+    """What a VM's launcher pod needs (KubeVirt VEP 152): the container references the claim by name
+    and request, CPU requests = limits = the claim's CPUs (Guaranteed QoS), no tolerations unless
+    configured; grouped mode asks for dra.cpu/cpu capacity."""
+    install(cluster)
+    r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_cpus": 3})
+    assert r.rc == 0, r
+    pod = r.result("Read the test pod")["resources"][0]
+    assert pod["status"]["qosClass"] == "Guaranteed", pod["status"]
+    container = pod["spec"]["containers"][0]
+    assert container["resources"]["claims"] == [{"name": "cpu", "request": "req-cpu"}], container
+    assert container["resources"]["requests"]["cpu"] == "3" == container["resources"]["limits"]["cpu"], container
+    assert pod["spec"]["resourceClaims"] == [{"name": "cpu", "resourceClaimName": "dra-cpu-verify"}]
+    # only the API server's default NoExecute tolerations (not-ready/unreachable), nothing for NoSchedule
+    assert all(t.get("effect") == "NoExecute" for t in pod["spec"].get("tolerations") or []), pod["spec"]
+    claim = r.result("Wait until the scheduler allocates the claim")["resources"][0]
+    request = claim["spec"]["devices"]["requests"][0]
+    assert request["name"] == "req-cpu"
+    assert request["exactly"]["capacity"]["requests"] == {"dra.cpu/cpu": "3"}, request
+    assert request["exactly"]["count"] == 1
+    text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
+    assert "claim for 3 CPUs allocated" in text and "QoS Guaranteed" in text, text
+
+
+def test_name_overrides_do_not_hide_the_driver_pods(cluster):
+    """nameOverride changes the pods' app.kubernetes.io/name, fullnameOverride the DaemonSet's name:
+    the driver pods are still found through the release's DaemonSet and its selector."""
+    from kubernetes import client
+    values = {"nameOverride": "cpudrv", "fullnameOverride": "my-cpu-driver"}
+    uninstall(cluster)
+    try:
+        r = install(cluster, dra_cpu_chart_values=values)
+        ds = client.AppsV1Api(cluster.api_client).read_namespaced_daemon_set("my-cpu-driver", NS)
+        assert ds.spec.selector.match_labels["app.kubernetes.io/name"] == "cpudrv", ds.spec.selector
+        topo = r.fact("dra_cpu_topology")
+        assert sorted(topo["nodes"]) == ["node01"] and topo["max_vm_host_cpus"] == 6, topo
+        v = run_playbook(cluster, "verify", extra_vars={"dra_cpu_chart_values": values})
+        assert v.rc == 0, v
+    finally:
+        uninstall(cluster)

@@ -14,6 +14,8 @@ connection arrived on (every node's InternalIP is an address of the namespace's 
 State file (JSON, rewritten atomically by main.py):
     {"logDir": "...", "nodes": {"<ip>": {"name": "node01", "configz": {"kubeletconfig": {...}}}}}
 Log files: <logDir>/<node>/<namespace>_<pod>/<container>.log, lines "<RFC3339Nano> <text>".
+Owns: serving those endpoints, read-only. Must not: write the state or log files, nor talk to the
+API server (main.py and sim_kubelet_endpoints.py do).
 """
 from __future__ import annotations
 

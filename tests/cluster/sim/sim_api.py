@@ -1,6 +1,9 @@
 """Small, fast JSON client for the API server: kubeconfig loading by the `kubernetes` client,
 requests over one shared urllib3 pool (raw JSON dicts, no model (de)serialisation: cheap enough for
-1,000 simulated nodes), a client-side token bucket (QPS/burst), and list+watch helpers."""
+1,000 simulated nodes), a client-side token bucket (QPS/burst), and list+watch helpers.
+Owns: transport, rate limit, errors (ApiError), informer loop. Must not: know what the simulator
+does with the objects (bench/cluster_ctl.py reuses it too).
+"""
 from __future__ import annotations
 
 import json

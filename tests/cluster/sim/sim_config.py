@@ -1,7 +1,11 @@
 """Effective dra-driver-cpu configuration of a driver pod (pure: the caller passes ConfigMaps).
 
-Precedence, as the real driver: command-line flag (explicitly set, non-empty) > config file
-(--config, main/0.3.0 only) > default (grouped, numanode, nothing reserved, hostname = node).
+Precedence, as the real driver (main: internal/driverconfig load.go Resolve, flags.go FromFlags):
+default (grouped, numanode, nothing reserved, hostname = node) < config file (--config, main/0.3.0
+only) < every flag set on the command line, even an empty one.
+Owns: which container is the driver, the image flavor (v0.1 / v0.2 / main) that picks the release
+behaviour, flag parsing, finding and parsing the mounted config file, the effective DriverConfig.
+Must not: talk to the API server (ConfigMaps come through get_configmap) nor build devices.
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ FLAGS_V02 = {"kubeconfig", "hostname-override", "bind-address", "reserved-cpus",
              "group-by", "expose-pcie-roots", "v", "vmodule", "logtostderr", "alsologtostderr",
              "log_dir", "log_file", "add_dir_header", "skip_headers", "one_output", "stderrthreshold",
              "skip_log_headers", "log_file_max_size", "log_backtrace_at", "h", "help"}
+# flags whose Set() refuses other values (flags.go cpuDeviceModeValue / groupByValue)
+_FLAG_CHOICES = {"cpu-device-mode": (MODES, "grouped or individual"),
+                 "group-by": (GROUP_BYS, "socket, numanode or machine")}
 FLAGS_MAIN_ONLY = {"config", "kubelet-root-dir", "sysfs-overlay"}
 BOOL_FLAGS = {"expose-pcie-roots", "logtostderr", "alsologtostderr", "add_dir_header", "skip_headers",
               "one_output", "skip_log_headers", "h", "help", "publish-node-allocatable-resource-mapping"}
@@ -135,40 +142,106 @@ def _container_argv(c: dict) -> list:
 
 # ------------------------------------------------------------------ config file
 
-# Fields of the driver's config file (flat YAML map, tests/fixtures/charts/README.md). Decoded like
-# sigs.k8s.io/yaml + DisallowUnknownFields: key match is case-insensitive (reservedCPUs ==
-# reservedCpus), unknown keys are an error, apiVersion must be v1alpha1 when present.
-_FILE_FIELDS = {
-    "apiversion": None, "cpudevicemode": "cpu_device_mode", "groupby": "group_by",
-    "reservedcpus": "reserved_cpus", "hostnameoverride": "hostname_override", "kubeconfig": None,
-    "publishnodeallocatableresourcemapping": None, "sysfsoverlay": None,
-}
+# main's config file (internal/driverconfig: cfgfile.go buildConfMap + load.go applyMap): a flat YAML
+# map read strictly (duplicate keys fail), `apiVersion` (if present) must be v1alpha1, keys must be
+# spelled exactly like the Config struct's json tags (a case variant is refused by name), the
+# fields bindAddress / exposePCIeRoots / kubeletRootDir are refused in the file, and any other key is
+# an unknown field; values must have the field's JSON type.
 CONFIG_API_VERSION = "v1alpha1"
+_STRING_FIELDS = {"kubeconfig": None, "hostnameOverride": "hostname_override", "bindAddress": None,
+                  "reservedCPUs": "reserved_cpus", "cpuDeviceMode": "cpu_device_mode", "groupBy": "group_by",
+                  "sysfsOverlay": None, "kubeletRootDir": None}
+_BOOL_FIELDS = {"exposePCIeRoots", "publishNodeAllocatableResourceMapping"}
+_EXCLUDED = {
+    "bindAddress": "use helm chart's healthzPort instead",
+    "exposePCIeRoots": "use args.exposePCIeRoots instead",
+    "kubeletRootDir": "use the chart's top-level kubeletRootDir value, or --kubelet-root-dir when running "
+                      "the binary directly",
+}
+_CANONICAL = sorted({"apiVersion", *_STRING_FIELDS, *_BOOL_FIELDS})
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key set twice in one map (sigs.k8s.io/yaml UnmarshalStrict)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'line {key_node.start_mark.line + 1}: key "{key}" already set in map',
+                    key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _json_type(v) -> str:
+    """The JSON type name Go's encoding/json reports in an UnmarshalTypeError."""
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, (list, tuple)):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return "string"
+
+
+def _file_error(path, msg):
+    return DriverConfigError(f"failed to load configuration: cannot apply {path}: {msg}")
 
 
 def parse_config_file(text: str, path: str = "config.yaml") -> dict:
-    """Parse the driver's config.yaml -> {cpu_device_mode, group_by, reserved_cpus, hostname_override}
-    (only the fields that are set and non-empty). Raises DriverConfigError like the driver would."""
+    """Parse the driver's config file like main's driver -> {cpu_device_mode, group_by, reserved_cpus,
+    hostname_override} for the fields the file sets (an empty string is set too). Raises
+    DriverConfigError with the driver's message (it exits, the pod crash-loops)."""
     try:
-        data = yaml.safe_load(text) if text and text.strip() else {}
+        data = yaml.load(text, Loader=_StrictLoader) if text and text.strip() else {}
     except yaml.YAMLError as e:
-        raise DriverConfigError(f"failed to load config file {path}: {e}") from None
+        problem = getattr(e, "problem", None) or str(e)
+        raise _file_error(path, f"parsing {path}: error converting YAML to JSON: yaml: {problem}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise DriverConfigError(f"failed to load config file {path}: expected a mapping, got {type(data).__name__}")
+        raise _file_error(path, f"parsing {path}: error unmarshaling JSON: while decoding JSON: json: cannot "
+                                f"unmarshal {_json_type(data)} into Go value of type map[string]interface {{}}")
+    data = {str(k): v for k, v in data.items()}
+    if "apiVersion" in data:
+        v = data.pop("apiVersion")
+        if v != CONFIG_API_VERSION:
+            shown = v if isinstance(v, str) else ""
+            raise _file_error(path, f'unsupported apiVersion "{shown}", want "{CONFIG_API_VERSION}"')
+    problems = []
+    for key in sorted(data):
+        if key in _CANONICAL:
+            continue
+        want = next((c for c in _CANONICAL if c.lower() == key.lower()), None)
+        if want is None:
+            continue
+        if want in _EXCLUDED:
+            problems.append(f'field "{key}" is not configurable via the config file; {_EXCLUDED[want]}')
+        else:
+            problems.append(f'field "{key}" is spelled differently from the schema; use "{want}"')
+    if problems:
+        raise _file_error(path, "; ".join(problems))
+    for key in sorted(_EXCLUDED):
+        if key in data:
+            raise _file_error(path, f'field "{key}" is not configurable via the config file; {_EXCLUDED[key]}')
     out = {}
-    for k, v in data.items():
-        nk = str(k).lower()
-        if nk not in _FILE_FIELDS:
-            raise DriverConfigError(f'failed to load config file {path}: error unmarshaling JSON: while decoding '
-                                    f'JSON: json: unknown field "{k}"')
-        if nk == "apiversion" and v not in (None, "", CONFIG_API_VERSION):
-            raise DriverConfigError(f"failed to load config file {path}: unsupported apiVersion {v!r} "
-                                    f"(expected {CONFIG_API_VERSION})")
-        key = _FILE_FIELDS[nk]
-        if key and v is not None and str(v) != "":
-            out[key] = str(v).lower() if isinstance(v, bool) else str(v)
+    for key in sorted(data):          # encoding/json reports the first problem in key order
+        v = data[key]
+        if key not in _STRING_FIELDS and key not in _BOOL_FIELDS:
+            raise _file_error(path, f'applying config map: json: unknown field "{key}"')
+        if v is None:
+            continue                  # JSON null leaves the field as it is
+        want_type = "bool" if key in _BOOL_FIELDS else "string"
+        if _json_type(v) != want_type:
+            raise _file_error(path, f"applying config map: json: cannot unmarshal {_json_type(v)} into Go struct "
+                                    f"field Config.{key} of type {want_type}")
+        if _STRING_FIELDS.get(key):
+            out[_STRING_FIELDS[key]] = v
     return out
 
 
@@ -262,29 +335,40 @@ def resolve(pod: dict, get_configmap, container: dict | None = None) -> DriverCo
         cfg.config_path = path
         cfg.config_source = f"ConfigMap {ns}/{name} key {key}"
 
-    def pick(setting, flag):
-        v = flags.get(flag, "")
-        if v != "":
+    # flag parsing comes first (flag.Parse): -cpu-device-mode and -group-by refuse other values, "" too
+    for name in flags:
+        allowed, want = _FLAG_CHOICES.get(name, (None, ""))
+        if allowed and flags[name] not in allowed:
+            raise DriverConfigError(f'invalid value "{flags[name]}" for flag -{name}: invalid value: '
+                                    f'"{flags[name]}", must be {want}')
+
+    def pick(setting, flag, default):
+        # defaults -> config file -> flags: every flag set on the command line wins, even an empty one
+        if flag in flags:
             cfg.sources[setting] = "flag"
-            return v
+            return flags[flag]
         if setting in file_vals:
             cfg.sources[setting] = "file"
             return file_vals[setting]
         cfg.sources[setting] = "default"
-        return None
+        return default
 
-    mode = pick("cpu_device_mode", "cpu-device-mode") or "grouped"
+    mode = pick("cpu_device_mode", "cpu-device-mode", "grouped")
+    group_by = pick("group_by", "group-by", "numanode")
+    reserved = pick("reserved_cpus", "reserved-cpus", "")
+    hostname = pick("hostname_override", "hostname-override", "")
+    # main validates the merged config (only a file can bring bad values here)
     if mode not in MODES:
-        raise DriverConfigError(f"invalid cpu device mode {mode!r}: must be one of {', '.join(MODES)}")
-    group_by = pick("group_by", "group-by") or "numanode"
-    if group_by not in GROUP_BYS:
-        raise DriverConfigError(f"invalid group-by value {group_by!r}: must be one of {', '.join(GROUP_BYS)}")
-    reserved = pick("reserved_cpus", "reserved-cpus") or ""
+        raise DriverConfigError(f'failed to load configuration: cannot validate config: invalid cpuDeviceMode '
+                                f'"{mode}": must be "grouped" or "individual"')
+    if mode == "grouped" and group_by not in GROUP_BYS:
+        raise DriverConfigError(f'failed to load configuration: cannot validate config: invalid groupBy '
+                                f'"{group_by}": must be "socket", "numanode", or "machine"')
     try:
         cfg.reserved_cpus = cpuset.parse(reserved)
     except cpuset.CpusetError as e:
-        raise DriverConfigError(f"invalid reserved CPUs: {e}") from None
+        raise DriverConfigError(f"failed to parse reserved CPUs: {e}") from None
     cfg.cpu_device_mode, cfg.group_by = mode, group_by
-    cfg.hostname_override = (pick("hostname_override", "hostname-override") or "").strip()
+    cfg.hostname_override = hostname.strip()
     cfg.expose_pcie_roots = str(flags.get("expose-pcie-roots", "false")).lower() in ("true", "1", "yes")
     return cfg

@@ -2,6 +2,7 @@
 
 Kept inside the simulator so the test cluster does not depend on the collection's own code
 (the collection is what the cluster tests).
+Owns: parse/format only. Must not: import anything of the collection (plugins/).
 """
 from __future__ import annotations
 

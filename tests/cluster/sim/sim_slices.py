@@ -2,6 +2,9 @@
 
 Input: the node's Topology, the driver's effective DriverConfig and the image flavor.
 Output: the device list and the chunked slice bodies for one pool/generation.
+Owns: device names, attributes, capacity, order, chunking per release, slice bodies, the
+fingerprint used to tell "same content" and the fields an API server dropped.
+Must not: create or delete anything (sim_driver_publish.py does) nor resolve the config.
 """
 from __future__ import annotations
 
@@ -27,12 +30,26 @@ def _str(v):
 
 
 def available_cpus(topo, reserved) -> list:
-    """Available CPUs sorted by id with SMT siblings adjacent (sort key: first id of the core, id)."""
+    """Available CPUs in the order individual mode numbers them (v0.2.0 pkg/driver/dra_hooks.go and
+    main pkg/device/builder.go cpuDeviceInfos): walk the available CPUs by id; a CPU whose sibling is
+    also available forms a group with it, else it is alone; groups are ordered by their first CPU, the
+    lowest *available* id of the core (not the core's lowest id)."""
     res = set(reserved or [])
-    first_of_core = {}
-    for c in topo.cpus:
-        first_of_core[c.core] = min(first_of_core.get(c.core, c.id), c.id)
-    return sorted((c for c in topo.cpus if c.id not in res), key=lambda c: (first_of_core[c.core], c.id))
+    sibling = topo.siblings()
+    by_id = topo.by_id()
+    groups, done = [], set()
+    for c in sorted((c for c in topo.cpus if c.id not in res), key=lambda c: c.id):
+        if c.id in done:
+            continue
+        sib = sibling.get(c.id)
+        if sib is None or sib in res:
+            groups.append([c])
+            done.add(c.id)
+        else:
+            groups.append([c, by_id[sib]])
+            done.update((c.id, sib))
+    groups.sort(key=lambda g: g[0].id)
+    return [c for g in groups for c in g]
 
 
 def build_devices(topo, cfg) -> list:
@@ -59,8 +76,8 @@ def build_devices(topo, cfg) -> list:
         return devices
 
     def grouped(name, cpus, attrs):
-        if not cpus:
-            return  # a group left with 0 CPUs is not published
+        if not cpus and cfg.group_by != "machine":
+            return  # an empty NUMA node or socket is not published; cpudevmachine always is (capacity 0)
         attrs[D + "numCPUs"] = _int(len(cpus))
         devices.append({
             "name": name,

@@ -69,8 +69,11 @@ def test_file_and_precedence():
 
 
 def test_config_file_key_spellings_and_strictness():
-    assert parse_config_file("reservedCpus: 0-1\nGroupBy: machine\napiVersion: v1alpha1\n") == {
+    # exact spellings only (main cfgfile.go rejectNonCanonicalKeys; more in test_sim_upstream.py)
+    assert parse_config_file("reservedCPUs: 0-1\ngroupBy: machine\napiVersion: v1alpha1\n") == {
         "reserved_cpus": "0-1", "group_by": "machine"}
+    with pytest.raises(DriverConfigError, match='"reservedCpus" is spelled differently'):
+        parse_config_file("reservedCpus: 0-1\n")
     with pytest.raises(DriverConfigError, match='unknown field "kind"'):
         parse_config_file("kind: DriverConfig\n")
     with pytest.raises(DriverConfigError, match="apiVersion"):

@@ -1,4 +1,5 @@
-"""The simulator's pod and driver state machines against an in-memory fake API (no cluster)."""
+"""The simulator's node, pod and driver state machines (main.Sim and its mixins) against an in-memory
+fake API (no cluster)."""
 import copy
 import importlib.util
 import itertools
@@ -9,14 +10,16 @@ import sys
 import pytest
 
 from sim_api import ApiError
+from sim_driver_publish import SLICES
+from sim_format import iso
+from sim_nodes import LEASES
+from sim_faults import DRIVER_MODE_ANNOTATION, POD_FAULT_ANNOTATION
 
 SIM_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "cluster", "sim"))
 _spec = importlib.util.spec_from_file_location("dracpu_sim_main", os.path.join(SIM_DIR, "main.py"))
 simmain = importlib.util.module_from_spec(_spec)
 sys.modules["dracpu_sim_main"] = simmain
 _spec.loader.exec_module(simmain)
-
-SLICES = simmain.SLICES
 
 
 def merge(a, b):
@@ -81,7 +84,7 @@ def sim(tmp_path, monkeypatch):
            "CLUSTER_SLICE_DELETE_DELAY": "0",
            "CLUSTER_NODE_OVERRIDES": json.dumps({"node02": {"cpu_manager_policy": "none"}})}
     s = simmain.Sim(env)
-    s.boot_time = simmain.iso()
+    s.boot_time = iso()
     s.register_nodes()
     s.on_slices([])
     s.on_cms([])
@@ -131,7 +134,7 @@ def test_registration(sim):
     assert st["nodeInfo"]["containerRuntimeVersion"] == "cri-o://1.36.1"
     assert st["capacity"]["cpu"] == "12" and st["allocatable"]["cpu"] == "12"
     assert st["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 10250}}
-    lease = sim.api.objs[simmain.LEASES + "/node02"]
+    lease = sim.api.objs[LEASES + "/node02"]
     assert lease["spec"]["holderIdentity"] == "node02"
     assert lease["metadata"]["ownerReferences"][0]["uid"] == "uid-node02"
 
@@ -196,17 +199,17 @@ def test_missing_configmap_waits(sim):
 
 def test_pod_fault_annotation_and_deletion(sim):
     node = copy.deepcopy(sim.api.objs["/api/v1/nodes/node02"])
-    node["metadata"]["annotations"][simmain.POD_FAULT_ANNOTATION] = "never"
+    node["metadata"]["annotations"][POD_FAULT_ANNOTATION] = "never"
     sim.on_node("MODIFIED", node)
     p = {"metadata": {"name": "web", "namespace": "default", "uid": "uid-web"},
          "spec": {"nodeName": "node02", "containers": [{"name": "c", "image": "nginx"}]}, "status": {}}
     add_pod(sim, p)
     assert pod_status(sim, p)["phase"] == "Pending"
-    node["metadata"]["annotations"][simmain.POD_FAULT_ANNOTATION] = "crashloop"
+    node["metadata"]["annotations"][POD_FAULT_ANNOTATION] = "crashloop"
     sim.on_node("MODIFIED", node)
     sim.sync_pod("uid-web")
     assert pod_status(sim, p)["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff"
-    del node["metadata"]["annotations"][simmain.POD_FAULT_ANNOTATION]
+    del node["metadata"]["annotations"][POD_FAULT_ANNOTATION]
     sim.on_node("MODIFIED", node)
     sim.sync_pod("uid-web")
     st = pod_status(sim, p)
@@ -221,7 +224,7 @@ def test_pod_fault_annotation_and_deletion(sim):
 def test_partial_and_dropped_fields(sim):
     sim.api.drop_ama = True
     node = copy.deepcopy(sim.api.objs["/api/v1/nodes/node01"])
-    node["metadata"]["annotations"][simmain.DRIVER_MODE_ANNOTATION] = "partial:1"
+    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "partial:1"
     sim.on_node("MODIFIED", node)
     sim.on_cm("ADDED", cm(""))
     p = driver_pod("d-1", args=["--reserved-cpus=0-1"])
@@ -233,7 +236,7 @@ def test_partial_and_dropped_fields(sim):
            "DRAConsumableCapacity" in log_of(sim, p)
     sim.sync_driver("node01")       # stored lacks the dropped field: no republish loop
     assert len(sim.api.slices()) == 1 and sim.api.slices()[0]["spec"]["pool"]["generation"] == 1
-    node["metadata"]["annotations"][simmain.DRIVER_MODE_ANNOTATION] = "normal"
+    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "normal"
     sim.on_node("MODIFIED", node)
     sim.sync_driver("node01")
     assert [x["spec"]["pool"] for x in sim.api.slices()] == [
@@ -253,7 +256,7 @@ def test_bump_and_delay_modes(sim, monkeypatch):
     monkeypatch.setattr(simmain.time, "monotonic", lambda: clock[0])
     sim.on_cm("ADDED", cm(""))
     node = copy.deepcopy(sim.api.objs["/api/v1/nodes/node01"])
-    node["metadata"]["annotations"][simmain.DRIVER_MODE_ANNOTATION] = "delay:5"
+    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "delay:5"
     sim.on_node("MODIFIED", node)
     p = driver_pod("d-1", args=[])
     add_pod(sim, p)
@@ -262,7 +265,7 @@ def test_bump_and_delay_modes(sim, monkeypatch):
     clock[0] += 6
     sim.sync_driver("node01")
     assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [1]
-    node["metadata"]["annotations"][simmain.DRIVER_MODE_ANNOTATION] = "bump:3"
+    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "bump:3"
     sim.on_node("MODIFIED", node)
     sim.sync_driver("node01")
     assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [1]

@@ -3,8 +3,9 @@ import json
 import pytest
 
 import sim_cpuset as cpuset
-from sim_topology import (SpecError, build_node_specs, build_topology, node_address, parse_driver_mode,
-                          parse_pod_fault)
+from sim_faults import parse_driver_mode, parse_pod_fault
+from sim_node_specs import build_node_specs, node_address
+from sim_topology import SpecError, build_topology
 
 
 def test_cpuset_roundtrip():

@@ -73,3 +73,18 @@ def test_readme_example(slices):
 
 def test_no_nodes():
     assert render_table(t.build_topology([])) == [EMPTY]
+
+
+def test_many_nodes_are_summed_up_in_one_line(slices):
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_table import MAX_NODES
+    one = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    names = ["node%04d" % i for i in range(MAX_NODES + 7)]
+    topology = t.cluster_topology(dict((n, copy.deepcopy(one)) for n in names))
+    lines = render_table(topology)
+    assert len(lines) == 1 + MAX_NODES * 3 + 1 + 2
+    assert lines[-3] == ("... and 7 more node(s), node%04d to node%04d: their cells are in the "
+                         "dra_cpu_topology fact" % (MAX_NODES, MAX_NODES + 6))
+    assert lines[-2].startswith("largest VM that fits: 6 host CPUs")
+    # up to MAX_NODES nodes, the role's text as it was
+    small = t.cluster_topology(dict((n, copy.deepcopy(one)) for n in names[:MAX_NODES]))
+    assert render_table(small) == role_lines(small)

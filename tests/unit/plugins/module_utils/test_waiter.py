@@ -331,13 +331,13 @@ def test_each_event_judges_only_its_node(monkeypatch):
     """1,000 nodes publishing one by one: the work per event stays constant (no O(N^2) re-judging)."""
     nodes = ["node%04d" % i for i in range(1000)]
     judged = []
-    real = w.pool_progress
+    real = w.group_pools
 
-    def counting(slices, targets, driver=w.DEFAULT_DRIVER):
-        judged.append(len(slices) + len(targets))
-        return real(slices, targets, driver)
+    def counting(slices, driver=w.DEFAULT_DRIVER):
+        judged.append(len(slices))
+        return real(slices, driver)
 
-    monkeypatch.setattr(w, "pool_progress", counting)
+    monkeypatch.setattr(w, "group_pools", counting)
     clock = Clock()
     events = [event("ADDED", _node_slice(n, "uid-%s" % n), rv=str(101 + i)) for i, n in enumerate(nodes)]
     api = FakeApi(clock, [listing([], "100")], [events])
@@ -345,9 +345,10 @@ def test_each_event_judges_only_its_node(monkeypatch):
     result = waiter.wait(nodes, 60)
     assert result["complete"] is True
     assert kinds(api) == ["list", "watch"]
-    during_wait = judged[:-1]  # the last call is result()'s one overall summary
-    assert len(during_wait) == 2 * len(nodes)  # the list judges every node once, each event one node
-    assert max(during_wait) <= 2, "an event re-judged more than its own node"
+    assert len(judged) == 2 * len(nodes)  # the list judges every node once, each event one node
+    assert max(judged) <= 1, "an event re-judged more than its own node's slices"
+    # each node's topology was built when its pool completed
+    assert sorted(result["node_facts"]) == nodes
 
 
 def test_pending_follows_deletes_and_new_generations(slices):
@@ -369,3 +370,21 @@ def test_pending_follows_deletes_and_new_generations(slices):
     api.lists.append(listing([s1, s2], "100"))
     result = waiter.wait(["node01"], 60)
     assert result["complete"] is True
+
+
+def test_node_facts_are_built_when_the_pool_completes_and_dropped_when_it_is_not(slices):
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import build_topology
+    s1, s2 = slices("individual_smt_chunks.yaml")
+    gen2 = copy.deepcopy(s1)
+    gen2["metadata"]["uid"] = "gen2-0"
+    gen2["spec"]["pool"]["generation"] += 1
+    clock = Clock()
+    api = FakeApi(clock, [listing([s1], "100")], [], nodes=["node01"])
+    waiter = make(clock, api)
+    waiter._set_targets(["node01"])
+    waiter._list()
+    assert waiter.node_facts == {}
+    waiter._apply(event("ADDED", s2, rv="101"))
+    assert waiter.node_facts == build_topology([s1, s2])["nodes"]
+    waiter._apply(event("ADDED", gen2, rv="102"))  # a newer generation, 1 of 2 chunks: not complete any more
+    assert waiter.node_facts == {} and waiter.pending == {"node01"}

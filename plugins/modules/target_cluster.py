@@ -1,0 +1,93 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: target_cluster
+short_description: Say which cluster the cluster options point at
+version_added: 0.1.0
+author:
+  - kubevirtci developers (!UNKNOWN)
+description:
+  - Builds the Kubernetes client exactly as the other modules do (kubernetes.core's resolution of the
+    options and of C(K8S_AUTH_*)), asks the API server for its version and returns the API server
+    URL, the context and the kubeconfig the client was built from.
+  - The role calls it before its first write and prints the result, so a run names the cluster it is
+    about to change.
+  - Only reads; never reports a change. Secret fields of a kubeconfig given as a dict (tokens,
+    passwords, client keys, auth-provider and exec credentials) are hidden from the result; the rest
+    of it is not.
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - kubevirtci.dra_cpu.read_only
+  - kubevirtci.dra_cpu.read_only.cluster
+"""
+
+EXAMPLES = r"""
+- name: Say which cluster is about to change
+  kubevirtci.dra_cpu.target_cluster:
+    kubeconfig: ~/.kube/staging
+  register: target
+
+- name: Show it
+  ansible.builtin.debug:
+    msg: "about to change {{ target.server }} (context {{ target.context }})"
+"""
+
+RETURN = r"""
+server:
+  description: The API server URL the client talks to.
+  returned: success
+  type: str
+  sample: https://127.0.0.1:6443
+context:
+  description: The kubeconfig context used (the configured one, else the kubeconfig's current-context); null without a kubeconfig.
+  returned: success
+  type: str
+  sample: kubernetes-admin@kubernetes
+kubeconfig:
+  description: The kubeconfig file used, or how the client was configured otherwise.
+  returned: success
+  type: str
+  sample: /home/user/.kube/config
+server_version:
+  description: The API server's C(gitVersion).
+  returned: success
+  type: str
+  sample: v1.36.3
+"""
+
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import (
+    RedactingModule, auth_argument_spec, describe_target)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
+
+
+def main():
+    module = AnsibleK8SModule(module_class=RedactingModule, argument_spec=auth_argument_spec(AUTH_ARG_SPEC),
+                              supports_check_mode=True)
+    try:
+        client = get_api_client(module)
+    except CoreException as exc:
+        module.fail_json(msg="cannot create a Kubernetes client: %s" % exc)
+    except Exception as exc:  # kubeconfig errors surface as various exception types
+        module.fail_json(msg="cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
+    result = describe_target(module.params, client.configuration.host)
+    try:
+        result["server_version"] = RawApi(client.client).version().get("gitVersion")
+    except KubeRequestError as exc:
+        module.fail_json(msg="cannot reach the cluster at %s (context %s): %s"
+                         % (result["server"], result["context"], exc.message), **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

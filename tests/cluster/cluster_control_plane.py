@@ -1,0 +1,302 @@
+"""Bringing the test cluster's components up, in order, and the control-plane fault knobs.
+
+Owns: the binaries from build.sh, a fresh state dir, the ports, and the start sequence with every
+component's command line: registry + helm mirror (charts pushed in the background), network
+namespace, etcd, PKI/tokens/kubeconfigs, kube-apiserver (audit log on request),
+kube-controller-manager, kube-scheduler, the supervised simulator; <state>/cluster.json as it
+goes and <state>/env (`env_lines`: what `up` prints); the Ready-node count; `restart-apiserver`.
+Must not: decide whether to start (the CLI in cluster.py does: idempotence, settings changes),
+nor stop the cluster (cluster.py `down`).
+"""
+import json
+import shlex
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+
+import yaml
+
+from cluster_netns import netns_up, pick_node_cidr
+from cluster_pki import gen_pki, kubeconfig
+from cluster_processes import kill_group, pidinfo, spawn, wait_for
+from cluster_registry_charts import helm_tarball, push_charts, registry_config
+from cluster_state import (
+    BUILD_SH, CACHE, CHART_NAME, CHART_REPO, CLUSTER_PY, MARKER, REPO, SA_ISSUER, SERVICE_CIDR, SIM_MAIN, STATE,
+    T0, VETH_NS, die, free_port, http_get, log, netns_name, p, read_json, veth_host, write_file,
+)
+
+
+def binaries(k8s_version):
+    """bin dirs from build.sh (a no-op when the cache holds them built with the current recipe)."""
+    dirs = {}
+    env = dict(os.environ, CLUSTER_K8S_VERSION=k8s_version, CLUSTER_CACHE_DIR=CACHE)
+    for what in ("etcd", "helm", "kubernetes"):
+        r = subprocess.run([BUILD_SH, what], stdout=subprocess.PIPE, env=env, text=True)
+        if r.returncode != 0:
+            die(f"build.sh {what} failed (exit {r.returncode})")
+        dirs[what] = r.stdout.strip().splitlines()[-1]
+    helm_v = os.path.basename(dirs["helm"])
+    etcd_v = os.path.basename(dirs["etcd"])
+    return dirs, helm_v, etcd_v
+
+
+def start(settings):
+    k8s_v = settings["CLUSTER_K8S_VERSION"]
+    gates = settings["CLUSTER_FEATURE_GATES"]
+    nodes = int(settings["CLUSTER_NODES"])
+    dirs, helm_v, etcd_v = binaries(k8s_v)
+    helm = os.path.join(dirs["helm"], "helm")
+    kbin = dirs["kubernetes"]
+
+    # a fresh state dir (we only ever wipe one that we created)
+    if os.path.isdir(STATE) and os.listdir(STATE) and not os.path.exists(p(MARKER)):
+        die(f"{STATE} exists, is not empty and is not a test cluster state dir; refusing to use it")
+    if os.path.isdir(STATE):
+        keep_logs = p("logs")
+        for e in os.listdir(STATE):
+            if os.path.join(STATE, e) != keep_logs:
+                fp = os.path.join(STATE, e)
+                shutil.rmtree(fp) if os.path.isdir(fp) and not os.path.islink(fp) else os.unlink(fp)
+        if os.path.isdir(keep_logs):
+            prev = p("logs.prev")
+            os.rename(keep_logs, prev)
+            shutil.rmtree(prev)
+    os.makedirs(STATE, exist_ok=True)
+    write_file(p(MARKER), "state directory of tests/cluster/cluster.py; `cluster.py down` stops it\n")
+    for d in ("logs", "pids", "etcd", "kcm", "scheduler"):
+        os.makedirs(p(d), exist_ok=True)
+
+    ports = {k: free_port() for k in ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "registry", "mirror")}
+    while len(set(ports.values())) != len(ports):
+        ports = {k: free_port() for k in ports}
+    registry = f"127.0.0.1:{ports['registry']}"
+    info = {
+        "settings": settings, "ports": ports, "registry": registry,
+        "apiserver": f"https://127.0.0.1:{ports['apiserver']}",
+        "helm_mirror": f"http://127.0.0.1:{ports['mirror']}",
+        "helm_binary": helm, "helm_version": helm_v, "etcd_version": etcd_v, "k8s_version": k8s_v,
+        "token": secrets.token_hex(24), "netns": netns_name(), "veth": veth_host(), "components": [],
+    }
+
+    # registry + helm mirror first: independent of the control plane, charts pushed in the background
+    spawn("registry", ["/usr/bin/docker-registry", "serve", registry_config(ports["registry"])])
+    info["components"] += ["registry", "helm-mirror"]
+    chart_result = {}
+
+    def charts():
+        try:
+            mirror_dir = helm_tarball(dirs["helm"], helm_v)
+            spawn("helm-mirror", [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                                  "--directory", mirror_dir, str(ports["mirror"])])
+            wait_for("registry", lambda: http_get(f"http://{registry}/v2/")[0] == 200, 20, proc="registry")
+            chart_result["r"] = push_charts(helm, registry)
+        except SystemExit:
+            chart_result["r"] = ([], [], ["registry did not come up"])
+        except Exception as e:  # noqa: BLE001
+            chart_result["r"] = ([], [], [f"push failed: {e}"])
+    pusher = threading.Thread(target=charts)
+    pusher.start()
+
+    # network namespace for the simulated kubelets
+    node_cidr = pick_node_cidr()
+    host_ip, _ = netns_up(node_cidr)
+    info["node_cidr"], info["host_ip"] = node_cidr, host_ip
+
+    # etcd
+    etcd_url = f"http://127.0.0.1:{ports['etcd']}"
+    peer = f"http://127.0.0.1:{ports['etcd-peer']}"
+    spawn("etcd", [os.path.join(dirs["etcd"], "etcd"), "--name", "default", "--data-dir", p("etcd"),
+                   "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+                   "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                   "--initial-cluster", f"default={peer}", "--initial-cluster-state", "new",
+                   "--unsafe-no-fsync", "--log-level", "warn"])
+    info["components"].append("etcd")
+
+    # PKI, tokens, kubeconfigs (while etcd starts)
+    gen_pki()
+    tokens = {"admin": info["token"], "kcm": secrets.token_hex(24), "scheduler": secrets.token_hex(24)}
+    write_file(p("pki", "tokens.csv"),
+               f'{tokens["admin"]},admin,admin-uid,"system:masters"\n'
+               f'{tokens["kcm"]},system:kube-controller-manager,kcm-uid\n'
+               f'{tokens["scheduler"]},system:kube-scheduler,scheduler-uid\n', 0o600)
+    write_file(p("kubeconfig"), kubeconfig(info["apiserver"], tokens["admin"], "admin"), 0o600)
+    write_file(p("kcm.kubeconfig"), kubeconfig(info["apiserver"], tokens["kcm"], "system:kube-controller-manager"), 0o600)
+    write_file(p("scheduler.kubeconfig"), kubeconfig(info["apiserver"], tokens["scheduler"], "system:kube-scheduler"), 0o600)
+    write_file(p("scheduler.yaml"), yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": p("scheduler.kubeconfig"), "qps": 200, "burst": 400},
+        "leaderElection": {"leaderElect": False},
+    }, sort_keys=False))
+    gate_args = [f"--feature-gates={gates}"] if gates else []
+    wait_for("etcd", lambda: json.loads(http_get(f"{etcd_url}/health")[1]).get("health") == "true", 20, proc="etcd")
+    log(f"etcd {etcd_v} ready on {etcd_url}")
+
+    # kube-apiserver
+    pki = p("pki")
+    spawn("kube-apiserver", [
+        os.path.join(kbin, "kube-apiserver"),
+        f"--etcd-servers={etcd_url}",
+        "--bind-address=127.0.0.1", f"--secure-port={ports['apiserver']}", f"--advertise-address={host_ip}",
+        f"--tls-cert-file={pki}/apiserver.crt", f"--tls-private-key-file={pki}/apiserver.key",
+        f"--client-ca-file={pki}/ca.crt", f"--token-auth-file={pki}/tokens.csv",
+        "--authorization-mode=Node,RBAC", "--anonymous-auth=true",
+        f"--service-account-issuer={SA_ISSUER}", f"--service-account-key-file={pki}/sa.pub",
+        f"--service-account-signing-key-file={pki}/sa.key",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--allow-privileged=true",
+        "--kubelet-preferred-address-types=InternalIP",
+        f"--kubelet-client-certificate={pki}/apiserver-kubelet-client.crt",
+        f"--kubelet-client-key={pki}/apiserver-kubelet-client.key",
+        "--runtime-config=resource.k8s.io/v1=true",
+        "--enable-admission-plugins=NodeRestriction",   # on top of the defaults (PodSecurity, ...)
+        "--max-requests-inflight=800", "--max-mutating-requests-inflight=400",
+        "--profiling=false", "--v=1",
+    ] + gate_args + audit_args())
+    info["components"].append("kube-apiserver")
+    write_file(p("cluster.json"), json.dumps(info, indent=1))   # so `down` works even if we fail below
+
+    def api_ok(path="/readyz"):
+        return http_get(f"{info['apiserver']}{path}", token=tokens["admin"], cafile=p("pki", "ca.crt"))[0] == 200
+    wait_for("kube-apiserver /healthz", lambda: api_ok("/healthz"), 60, proc="kube-apiserver")
+    log("kube-apiserver healthy; starting kube-controller-manager and kube-scheduler")
+
+    # controller manager + scheduler
+    spawn("kube-controller-manager", [
+        os.path.join(kbin, "kube-controller-manager"),
+        f"--kubeconfig={p('kcm.kubeconfig')}",
+        "--bind-address=127.0.0.1", f"--secure-port={ports['kcm']}", f"--cert-dir={p('kcm')}",
+        f"--service-account-private-key-file={pki}/sa.key", f"--root-ca-file={pki}/ca.crt",
+        f"--cluster-signing-cert-file={pki}/ca.crt", f"--cluster-signing-key-file={pki}/ca.key",
+        "--controllers=*", "--use-service-account-credentials=true", "--leader-elect=false",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--kube-api-qps=200", "--kube-api-burst=400", "--v=1",
+    ] + gate_args)
+    spawn("kube-scheduler", [
+        os.path.join(kbin, "kube-scheduler"), f"--config={p('scheduler.yaml')}",
+        "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}", f"--cert-dir={p('scheduler')}",
+        "--v=1",
+    ] + gate_args)
+    info["components"] += ["kube-controller-manager", "kube-scheduler"]
+    write_file(p("cluster.json"), json.dumps(info, indent=1))
+    wait_for("kube-apiserver /readyz", api_ok, 60, proc="kube-apiserver")
+    log("kube-apiserver ready")
+
+    def has(path):
+        try:
+            return http_get(f"{info['apiserver']}{path}", token=tokens["admin"], cafile=p("pki", "ca.crt"))[0] == 200
+        except urllib.error.HTTPError:
+            return False
+    wait_for("the default namespace", lambda: has("/api/v1/namespaces/default"), 30, proc="kube-apiserver")
+    wait_for("the default service account", lambda: has("/api/v1/namespaces/default/serviceaccounts/default"),
+             60, proc="kube-controller-manager")
+    log(f"control plane ready: {info['apiserver']} (Kubernetes {k8s_v}, etcd {etcd_v})")
+
+    # simulator
+    if os.path.exists(SIM_MAIN):
+        env = dict(os.environ)
+        env.update(settings)
+        env.update({"KUBECONFIG": p("kubeconfig"), "CLUSTER_STATE_DIR": STATE, "CLUSTER_NETNS": netns_name(),
+                    "CLUSTER_NETNS_IFACE": VETH_NS, "CLUSTER_NODE_CIDR": node_cidr, "CLUSTER_HOST_IP": host_ip,
+                    "CLUSTER_CA_CERT": p("pki", "ca.crt"), "CLUSTER_CA_KEY": p("pki", "ca.key"),
+                    "PYTHONPATH": REPO + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
+                    "PYTHONUNBUFFERED": "1"})
+        spawn("sim", [sys.executable, CLUSTER_PY, "_supervise", "sim", "--",
+                      sys.executable, SIM_MAIN], env=env, cwd=REPO)
+        info["components"].append("sim")
+        write_file(p("cluster.json"), json.dumps(info, indent=1))
+        timeout = float(os.environ.get("CLUSTER_UP_TIMEOUT") or (120 + 0.3 * nodes))
+        wait_for(f"{nodes} Ready node(s)", lambda: ready_nodes(info) >= nodes, timeout, interval=0.5, proc="sim")
+        log(f"{nodes} simulated node(s) Ready")
+    else:
+        log(f"WARNING: {SIM_MAIN} does not exist yet: no simulated nodes")
+
+    pusher.join()
+    pushed, skipped, problems = chart_result.get("r", ([], [], ["chart push did not finish"]))
+    wait_for("helm mirror", lambda: http_get(f"{info['helm_mirror']}/")[0] == 200, 20, proc="helm-mirror")
+    info["chart_versions"] = sorted(pushed + skipped)
+    for pr in problems:
+        log(f"WARNING: chart {pr}")
+    log(f"charts in {registry}: pushed {pushed or 'none'}, already there {skipped or 'none'}")
+    write_file(p("cluster.json"), json.dumps(info, indent=1))
+    write_file(p("env"), env_lines(info))
+    log(f"up in {time.monotonic() - T0:.1f}s; chart oci://{registry}/{CHART_REPO}/{CHART_NAME}, "
+        f"registry {registry}; `source {p('env')}`")
+    sys.stdout.write(env_lines(info))
+
+
+def env_lines(info):
+    env = {
+        "KUBECONFIG": p("kubeconfig"),
+        "DRA_CPU_CHART": f"oci://{info['registry']}/{CHART_REPO}/{CHART_NAME}",
+        "CLUSTER_REGISTRY": info["registry"],
+        "CLUSTER_HELM_BINARY": info["helm_binary"],
+        "CLUSTER_HELM_MIRROR": info["helm_mirror"],
+        "CLUSTER_HELM_VERSION": info["helm_version"],
+        "CLUSTER_APISERVER": info["apiserver"],
+        "CLUSTER_APISERVER_METRICS": f"{info['apiserver']}/metrics",
+        "CLUSTER_ADMIN_TOKEN": info["token"],
+        "CLUSTER_CA_FILE": p("pki", "ca.crt"),
+        "CLUSTER_STATE_DIR": STATE,
+        "CLUSTER_NETNS": info["netns"],
+        "CLUSTER_NODE_CIDR": info["node_cidr"],
+        "CLUSTER_CHART_VERSIONS": " ".join(info.get("chart_versions", [])),
+    }
+    env.update(info["settings"])
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+
+
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+"""
+
+
+def audit_args():
+    """CLUSTER_AUDIT_LOG=true: every write (create/update/patch/delete) goes to <state>/logs/audit.log
+    at Metadata level (user, verb, resource, user agent), for tests that count writes."""
+    if os.environ.get("CLUSTER_AUDIT_LOG") != "true":
+        return []
+    write_file(p("audit-policy.yaml"), AUDIT_POLICY)
+    return [f"--audit-policy-file={p('audit-policy.yaml')}", f"--audit-log-path={p('logs', 'audit.log')}",
+            "--audit-log-format=json", "--audit-log-mode=blocking"]
+
+
+def cmd_restart_apiserver(down_seconds=0.0):
+    """Kill kube-apiserver (the whole process group), wait, start it with the same command line."""
+    info = read_json(p("cluster.json"))
+    pinfo = pidinfo("kube-apiserver")
+    if not info or not pinfo:
+        die("no kube-apiserver recorded in this state dir: is the cluster up?", 3)
+    cmd = pinfo["cmd"]
+    t0 = time.monotonic()
+    kill_group("kube-apiserver", grace=0.5)
+    log(f"kube-apiserver killed; down for {down_seconds:g}s")
+    time.sleep(down_seconds)
+    spawn("kube-apiserver", cmd)
+
+    def ready():
+        try:
+            return http_get(f"{info['apiserver']}/readyz", token=info["token"], cafile=p("pki", "ca.crt"))[0] == 200
+        except (urllib.error.URLError, OSError):
+            return False
+    wait_for("kube-apiserver /readyz", ready, 90, proc="kube-apiserver")
+    log(f"kube-apiserver ready again after {time.monotonic() - t0:.1f}s")
+
+
+def ready_nodes(info):
+    _, body = http_get(f"{info['apiserver']}/api/v1/nodes", token=info["token"], cafile=p("pki", "ca.crt"), timeout=10)
+    n = 0
+    for node in json.loads(body).get("items", []):
+        for c in node.get("status", {}).get("conditions", []):
+            if c.get("type") == "Ready" and c.get("status") == "True":
+                n += 1
+    return n

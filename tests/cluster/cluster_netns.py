@@ -1,0 +1,74 @@
+"""The network namespace and veth pair the simulated kubelets listen in.
+
+Owns: choosing the node CIDR (first free 10.N.0.0/16 unless CLUSTER_NODE_CIDR), creating the
+namespace dracpu-<hash> with the veth pair (host end <host>/prefix, namespace end eth0), telling
+whether they exist, and removing them (killing whatever still runs inside).
+Must not: add per-node addresses (the simulator does, inside the namespace), nor stop cluster
+processes other than those inside the namespace.
+"""
+import ipaddress
+import os
+import signal
+import time
+
+from cluster_state import VETH_NS, die, log, netns_name, run, veth_host
+
+
+def pick_node_cidr():
+    want = os.environ.get("CLUSTER_NODE_CIDR")
+    used = run(["ip", "-o", "-4", "addr", "show"]).stdout
+    used_nets = []
+    for line in used.splitlines():
+        parts = line.split()
+        if "inet" in parts:
+            used_nets.append(ipaddress.ip_interface(parts[parts.index("inet") + 1]).network)
+    if want:
+        return want
+    for second in range(213, 250):
+        net = ipaddress.ip_network(f"10.{second}.0.0/16")
+        if not any(net.overlaps(u) for u in used_nets):
+            return str(net)
+    die("no free 10.213-249.0.0/16 range for the node network; set CLUSTER_NODE_CIDR")
+
+
+def netns_up(cidr):
+    ns, host = netns_name(), veth_host()
+    net = ipaddress.ip_network(cidr)
+    host_ip, ns_ip = net.network_address + 1, net.network_address + 2
+    netns_down()
+    run(["ip", "netns", "add", ns])
+    run(["ip", "link", "add", host, "type", "veth", "peer", "name", VETH_NS, "netns", ns])
+    run(["ip", "addr", "add", f"{host_ip}/{net.prefixlen}", "dev", host])
+    run(["ip", "link", "set", host, "up"])
+    run(["ip", "-n", ns, "addr", "add", f"{ns_ip}/{net.prefixlen}", "dev", VETH_NS])
+    run(["ip", "-n", ns, "link", "set", VETH_NS, "up"])
+    run(["ip", "-n", ns, "link", "set", "lo", "up"])
+    return str(host_ip), str(ns_ip)
+
+
+def netns_exists():
+    return netns_name() in run(["ip", "netns", "list"], check=False).stdout.split()
+
+
+def veth_exists():
+    return run(["ip", "link", "show", veth_host()], check=False).returncode == 0
+
+
+def netns_down():
+    ns = netns_name()
+    if netns_exists():
+        pids = run(["ip", "netns", "pids", ns], check=False).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+    if veth_exists():
+        run(["ip", "link", "del", veth_host()], check=False)
+    if netns_exists():
+        run(["ip", "netns", "del", ns], check=False)
+    for _ in range(50):            # the kernel tears the pair down asynchronously
+        if not veth_exists() and not netns_exists():
+            return
+        time.sleep(0.1)
+    log(f"WARNING: {ns}/{veth_host()} still present after removal")
