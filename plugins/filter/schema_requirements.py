@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: schema_requirements
 short_description: What a chart's values.schema.json needs from helm
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - kubevirtci developers (!UNKNOWN)
 description:
