@@ -103,8 +103,8 @@ def test_new_keywords_are_misread_even_in_a_draft7_schema(keyword, value):
 
 
 def test_walks_nested_schemas_and_escapes_names():
-    schema = {"properties": {"a/b": {"items": {"anyOf": [{"type": "string"},
-                                                          {"unevaluatedItems": False}]}}}}
+    any_of = [{"type": "string"}, {"unevaluatedItems": False}]
+    schema = {"properties": {"a/b": {"items": {"anyOf": any_of}}}}
     assert schema_requirements(schema)["misread"] == [
         "#/properties/a~1b/items/anyOf/1 uses unevaluatedItems (draft 2019-09+)"]
 
