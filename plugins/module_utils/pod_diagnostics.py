@@ -101,8 +101,8 @@ def pending_report(api, result, namespace, pod_selector, log_lines=20, container
         if pod_error:
             entry["pod_error"] = pod_error
         elif not pods:
-            entry["pod_error"] = "no driver pod on this node (namespace %s, %s)" % (namespace,
-                                                                                  describe_selectors(selectors))
+            entry["pod_error"] = "no driver pod on this node (namespace %s, %s)" % (
+                namespace, describe_selectors(selectors))
         else:
             pod = pods[0]
             entry["pod"] = pod_state(pod)

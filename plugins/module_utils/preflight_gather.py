@@ -56,8 +56,8 @@ def run_checks(api, params, reserved):
         metrics_error = exc.message
     gate_on = rules.gate_enabled(metrics, params["feature_gate"]) if metrics is not None else None
 
-    findings += rules.check_server_version(version, params["min_version"], gate_on, params["feature_gate"],
-                                          params["cpu_device_mode"])
+    findings += rules.check_server_version(
+        version, params["min_version"], gate_on, params["feature_gate"], params["cpu_device_mode"])
     try:
         findings += rules.check_resource_api(api.api_groups())
     except KubeRequestError as exc:
@@ -97,7 +97,9 @@ def run_checks(api, params, reserved):
 
     findings = rules.apply_ignore(findings, params["ignore"])
     findings, skipped, affinity = nodes_rules.plan_skip(
-        findings, params["skip_incompatible_nodes"], supports_node_affinity(params["chart_version"]),
+        findings, params["skip_incompatible_nodes"],
+        supports_node_affinity(params["chart_version"]) if params.get("chart_affinity") is None
+        else params["chart_affinity"],
         eligible, hostnames)
     summary = rules.summarize(findings)
     result.update(

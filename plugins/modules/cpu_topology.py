@@ -342,7 +342,7 @@ def run(api, params, reserved, clock=None, sleep=None):
     result["summary"] = render_table(facts)
 
     problems = sizing.check_sizing(facts, params.get("expected_cells_per_node"),
-                                 params.get("expected_cpus_per_node"), reserved)
+                                   params.get("expected_cpus_per_node"), reserved)
     result["sizing_problems"] = problems
     messages = [p["message"] for p in problems]
     too_small = sizing.check_min_cell_cpus(facts, params.get("min_cell_cpus"))

@@ -191,14 +191,9 @@ def test_fixture_schema_is_valid_json():
     json.loads(fixture_schema("0.3.0"))
 
 
-def test_filters_wrap_the_functions():
-    from ansible.errors import AnsibleFilterError
-    from ansible_collections.kubevirtci.dra_cpu.plugins.filter.helm_choice import FilterModule as Choice
-    from ansible_collections.kubevirtci.dra_cpu.plugins.filter.schema_requirements import (
-        FilterModule as Requirements,
-    )
-    req = Requirements().filters()["schema_requirements"](fixture_schema("0.3.0"))
-    assert req == NEEDS
-    assert Choice().filters()["helm_choice"](req, "v3.18.4", "path")["action"] == "download"
-    with pytest.raises(AnsibleFilterError, match="values.schema.json is not JSON"):
-        Requirements().filters()["schema_requirements"]("{nope")
+
+def test_filter_wraps_the_function():
+    from ansible_collections.kubevirtci.dra_cpu.plugins.filter.helm_choice import FilterModule
+    choice = FilterModule().filters()["helm_choice"]
+    assert choice(NEEDS, "v3.18.4", "path") == helm_choice(NEEDS, "v3.18.4", "path")
+    assert choice(NEEDS, "v3.18.4", "binary", binary="/h")["action"] == "fail"
