@@ -148,6 +148,16 @@ def test_old_helm_on_path_is_replaced_by_the_configured_version(cluster, old_hel
     assert [s.metadata.labels["name"] for s in secrets] == ["dra-driver-cpu"]
 
 
+def test_check_mode_says_it_would_download(cluster, old_helm, tmp_path, registry_has_this_fixture):
+    cache = tmp_path / "helm-cache"
+    r = run_playbook(cluster, "install", env=_path_with(old_helm, tmp_path), check=True, extra_vars={
+        "dra_cpu_chart_version": "0.3.0", "dra_cpu_helm_cache_dir": str(cache)})
+    assert r.rc == 0, r
+    assert _msgs(r, "Say why helm from PATH is not used")[0].startswith(f"helm {OLD_VERSION} on PATH is not used")
+    assert _msgs(r, "Say which helm is used now") == ["helm: none yet (check mode: it would be downloaded)"]
+    assert not list(cache.rglob("helm")), "check mode downloaded helm"
+
+
 def test_old_helm_on_path_is_kept_for_a_chart_it_validates(cluster, old_helm, tmp_path,
                                                          registry_has_this_fixture):
     # the 0.2.0 chart declares draft 2020-12 too, but uses nothing helm v3.18.4 gets wrong
