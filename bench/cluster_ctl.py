@@ -20,7 +20,7 @@ if SIM not in sys.path:
     sys.path.insert(0, SIM)
 
 import sim_api  # noqa: E402  (the simulator's small urllib3 client: reused for raw JSON calls)
-from sim_topology import POD_FAULT_ANNOTATION  # noqa: E402
+from sim_faults import POD_FAULT_ANNOTATION  # noqa: E402  (the simulator's fault annotation)
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 BENCH_NS = "dracpu-bench"

@@ -9,12 +9,12 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: helm_choice
 short_description: Whether a helm can validate a chart's values schema, and what to do if not
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - kubevirtci developers (!UNKNOWN)
 description:
-  - Takes the C(schema_requirements) of a chart (see the C(chart_layout) module) and the version
-    of the helm the role found, and says whether to use it, to download C(dra_cpu_helm_version)
+  - Takes what a chart's values schema needs (the RV(kubevirtci.dra_cpu.chart_layout#module:schema_requirements) of the chart)
+    and the version of the helm the role found, and says whether to use it, to download C(dra_cpu_helm_version)
     instead (helm on PATH), or to fail (C(dra_cpu_helm_binary), or a downloaded helm, too old).
   - helm v3 validates draft 2019-09/2020-12 schemas from v3.18.5 on; older releases ignore
     keywords such as C(unevaluatedProperties) or those beside a C($ref), and let values pass

@@ -84,17 +84,14 @@ def _walk(node, path="#"):
         children = node.get(key)
         if isinstance(children, dict):
             for name, child in children.items():
-                for item in _walk(child, "%s/%s/%s" % (path, key, _pointer_escape(name))):
-                    yield item
+                yield from _walk(child, "%s/%s/%s" % (path, key, _pointer_escape(name)))
     for key in _SCHEMA_VALUES:
         child = node.get(key)
         if isinstance(child, list):
             for i, sub in enumerate(child):
-                for item in _walk(sub, "%s/%s/%d" % (path, key, i)):
-                    yield item
+                yield from _walk(sub, "%s/%s/%d" % (path, key, i))
         else:
-            for item in _walk(child, "%s/%s" % (path, key)):
-                yield item
+            yield from _walk(child, "%s/%s" % (path, key))
 
 
 def _local_target(root, ref):

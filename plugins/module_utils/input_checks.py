@@ -56,14 +56,6 @@ _DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:h|ms|m|s))+$")
 _UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
 
 
-class InputErrors(ValueError):
-    """Raised by callers that want an exception; ``errors`` holds the messages."""
-
-    def __init__(self, errors):
-        super(InputErrors, self).__init__("; ".join(errors))
-        self.errors = list(errors)
-
-
 def show(value):
     if isinstance(value, str):
         return "'%s'" % value

@@ -33,7 +33,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import (
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import is_semver, is_helm_version
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight_rules import CHECKS
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import chart_values as cv
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.input_checks import (  # noqa: F401 (re-exported)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.input_checks import (
     DNS1123_LABEL,
     GROUP_BY,
     HTTP_URL,
@@ -41,8 +41,6 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.input_checks im
     NAMESPACE_MAX,
     RELEASE_MAX,
     STATES,
-    VARIABLES,
-    InputErrors,
     blank,
     choice,
     err,
@@ -52,7 +50,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.input_checks im
     positive_int,
     validate_chart,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.kubeconfig_check import check_kubeconfig  # noqa: F401
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.kubeconfig_check import check_kubeconfig
 
 
 def _check_driver(p, settings, errors):

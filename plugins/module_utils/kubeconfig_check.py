@@ -46,7 +46,7 @@ def check_kubeconfig(kubeconfig, context):
         path = os.path.expanduser(str(kubeconfig).strip())
         if not os.path.isfile(path):
             return [err("kubeconfig", kubeconfig, "does not exist or is not a file",
-                         "the path of a kubeconfig file, or empty for K8S_AUTH_KUBECONFIG/KUBECONFIG/~/.kube/config")]
+                        "the path of a kubeconfig file, or empty for K8S_AUTH_KUBECONFIG/KUBECONFIG/~/.kube/config")]
     else:
         path = os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG") or "~/.kube/config"
         path = os.path.expanduser(path.split(os.pathsep)[0])
@@ -60,5 +60,5 @@ def check_kubeconfig(kubeconfig, context):
         return errors
     if contexts is not None and not blank(context) and str(context).strip() not in contexts:
         errors.append(err("context", context, "is not a context of %s" % path,
-                           "one of %s, or empty for its current context" % (", ".join(contexts) or "(none)")))
+                          "one of %s, or empty for its current context" % (", ".join(contexts) or "(none)")))
     return errors

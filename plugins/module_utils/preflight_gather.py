@@ -97,7 +97,9 @@ def run_checks(api, params, reserved):
 
     findings = rules.apply_ignore(findings, params["ignore"])
     findings, skipped, affinity = nodes_rules.plan_skip(
-        findings, params["skip_incompatible_nodes"], supports_node_affinity(params["chart_version"]),
+        findings, params["skip_incompatible_nodes"],
+        supports_node_affinity(params["chart_version"]) if params.get("chart_affinity") is None
+        else params["chart_affinity"],
         eligible, hostnames)
     summary = rules.summarize(findings)
     result.update(

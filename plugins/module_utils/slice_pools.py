@@ -50,7 +50,6 @@ def slice_name(obj):
     return ((obj or {}).get("metadata") or {}).get("name") or ""
 
 
-
 def group_pools(slices, driver=DEFAULT_DRIVER):
     """Group slices by pool and judge each pool's completeness.
 

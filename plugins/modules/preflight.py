@@ -92,6 +92,11 @@ options:
     description: The chart version to be installed; decides whether a node affinity can be set. Empty means the newest.
     type: str
     default: ''
+  chart_affinity:
+    description:
+      - Whether the chart has an C(affinity) value, as the role read it from the chart itself. When unset, decided by
+        O(chart_version) (0.3.0 and newer).
+    type: bool
   check_configz:
     description: Read each node's kubelet configuration through the API server's node proxy.
     type: bool
@@ -298,6 +303,7 @@ def argument_spec():
         ignore=dict(type="list", elements="str", default=[], choices=list(rules.CHECKS)),
         skip_incompatible_nodes=dict(type="bool", default=False),
         chart_version=dict(type="str", default=""),
+        chart_affinity=dict(type="bool"),
         check_configz=dict(type="bool", default=True),
         namespace=dict(type="str", default=""),
         namespace_labels=dict(type="dict", default={}),

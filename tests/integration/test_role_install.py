@@ -92,14 +92,15 @@ def test_install_defaults_reports_the_sizing_rule_and_is_idempotent(cluster):
     assert topo["max_vm_host_cpus"] == 6
     assert topo["largest_cell"] == {"node": "node01", "id": 1, "allocatable_cpus": 6}
     assert topo["smallest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 4}
-    # the first run fetched the chart and created the namespace itself
-    assert not r.result("Check that the chart can be fetched").get("skipped"), r
+    # the first run read the chart (mapping onto driverConfig) and created the namespace itself
+    assert r.result("Map the settings onto the values of chart")["layout"]["values_key"] == "driverConfig", r
     assert r.result("Ensure the Pod Security privileged labels").get("changed"), r
     again = install(cluster)
     assert again.changed == 0, again.changed_tasks()
-    # the re-run knows from preflight what is installed: no lookups, relabel or chart fetch of its own
+    # the re-run knows from preflight what is installed: no lookups or relabel of its own (the chart
+    # is read on every run: the values are mapped onto the chart at hand, issue 11)
     for task in ("Look up namespace", "Ensure the Pod Security privileged labels",
-                 "Look for a release stuck in a pending state", "Check that the chart can be fetched"):
+                 "Look for a release stuck in a pending state"):
         assert again.result(task).get("skipped") is True, (task, again)
     assert again.result("Check the cluster's prerequisites")["installed"]["release"]["status"] == "deployed"
     checked = run_playbook(cluster, "install", check=True)

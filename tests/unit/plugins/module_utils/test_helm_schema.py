@@ -103,8 +103,8 @@ def test_new_keywords_are_misread_even_in_a_draft7_schema(keyword, value):
 
 
 def test_walks_nested_schemas_and_escapes_names():
-    schema = {"properties": {"a/b": {"items": {"anyOf": [{"type": "string"},
-                                                          {"unevaluatedItems": False}]}}}}
+    any_of = [{"type": "string"}, {"unevaluatedItems": False}]
+    schema = {"properties": {"a/b": {"items": {"anyOf": any_of}}}}
     assert schema_requirements(schema)["misread"] == [
         "#/properties/a~1b/items/anyOf/1 uses unevaluatedItems (draft 2019-09+)"]
 
@@ -189,3 +189,11 @@ def test_long_reason_lists_are_cut():
 
 def test_fixture_schema_is_valid_json():
     json.loads(fixture_schema("0.3.0"))
+
+
+
+def test_filter_wraps_the_function():
+    from ansible_collections.kubevirtci.dra_cpu.plugins.filter.helm_choice import FilterModule
+    choice = FilterModule().filters()["helm_choice"]
+    assert choice(NEEDS, "v3.18.4", "path") == helm_choice(NEEDS, "v3.18.4", "path")
+    assert choice(NEEDS, "v3.18.4", "binary", binary="/h")["action"] == "fail"

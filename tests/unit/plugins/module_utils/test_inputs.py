@@ -6,6 +6,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import inputs as i
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.input_checks import VARIABLES
 
 GOOD = {
     "reserved_cpus": "0-1",
@@ -101,7 +102,7 @@ def test_good_inputs_normalised():
 def test_each_error_names_variable_and_value(option, value, message):
     _settings, errors = run(**{option: value})
     assert len(errors) == 1, errors
-    assert errors[0].startswith(i.VARIABLES[option] + ": ")
+    assert errors[0].startswith(VARIABLES[option] + ": ")
     if message is not None:
         assert errors[0] == message
 

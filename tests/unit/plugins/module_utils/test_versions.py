@@ -89,7 +89,6 @@ def test_semver(text, ok):
     assert is_semver(text) is ok
 
 
-
 @pytest.mark.parametrize("text,ok", [
     ("v3.16.4", True), ("v3.22.0", True), ("3.16.4", False), ("v3.16", False), ("v3.16.4-rc.1", False),
 ])

@@ -71,6 +71,18 @@ def test_skip_incompatible_nodes_with_020_fails():
     assert result["node_affinity"] == {}
 
 
+def test_chart_affinity_read_from_the_chart_wins_over_the_version():
+    # a 0.2.x chart with an affinity value (upstream main still says 0.2.0) can keep nodes off ...
+    args = {"reserved_cpus": "0-1", "chart_version": "0.2.0", "skip_incompatible_nodes": True,
+            "chart_affinity": True}
+    result, failed = run_module(preflight, args, two_nodes())
+    assert failed is False and result["skipped_nodes"][0]["node"] == "node02"
+    # ... and a 0.3.x chart without one cannot
+    args.update(chart_version="0.3.5", chart_affinity=False)
+    result, failed = run_module(preflight, args, two_nodes())
+    assert failed is True and result["node_affinity"] == {}
+
+
 def test_ignore_downgrades():
     result, failed = run_module(preflight, {"ignore": ["cpu_manager_policy"]}, two_nodes())
     assert failed is False
