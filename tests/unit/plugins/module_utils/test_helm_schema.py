@@ -191,7 +191,6 @@ def test_fixture_schema_is_valid_json():
     json.loads(fixture_schema("0.3.0"))
 
 
-
 def test_filter_wraps_the_function():
     from ansible_collections.kubevirtci.dra_cpu.plugins.filter.helm_choice import FilterModule
     choice = FilterModule().filters()["helm_choice"]
