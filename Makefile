@@ -57,7 +57,7 @@ lint: deps                  ## ansible-lint (production profile), README variabl
 
 integration: build          ## pytest against the hermetic test clusters (brings them up and down)
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \
-	  $(PY) -m pytest tests/integration -q -rs -p no:cacheprovider
+	  $(PY) -m pytest tests/integration -q -rs --durations=15 -p no:cacheprovider
 
 molecule: build             ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too
 	$(VENV)/bin/molecule test --all
