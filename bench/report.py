@@ -227,7 +227,8 @@ def plot(results, out_dir):
     passes = [p for p in results["passes"] if set(waiters.CORE) <= set(p["waiters"])]
     spread = group(passes, "spread")
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
-    colors = {"rule1": "tab:red", "rule2": "tab:orange", "module": "tab:blue", "playbook": "tab:green"}
+    colors = {"rule1": "tab:red", "rule2": "tab:orange", "module": "tab:blue", "module_pods": "tab:purple",
+              "playbook": "tab:green"}
     for cells, style in ((2, "--"), (8, "-")):
         keys = sorted(k for k in spread if k[2] == cells)
         if not keys:
