@@ -13,6 +13,9 @@ GOAL_ROLE_1000 = 1.5        # through ansible-playbook (the role's tasks), p50 a
 GOAL_RSS = 150.0            # the module's own peak RSS (MiB) at 1000 x 8
 GOAL_NOOP_RATIO = 1.0       # install.yml no-op re-run / the hand-written playbook's
 GOAL_INSTALL_RATIO = 1.2    # install.yml first install / the hand-written playbook's
+# one colour per waiter of the plot (tests/unit/bench/test_report.py: every waiter has one)
+COLORS = {"rule1": "tab:red", "rule2": "tab:orange", "module": "tab:blue", "module_pods": "tab:purple",
+          "playbook": "tab:green"}
 CAUSES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goal_causes.json")
 
 
@@ -227,8 +230,7 @@ def plot(results, out_dir):
     passes = [p for p in results["passes"] if set(waiters.CORE) <= set(p["waiters"])]
     spread = group(passes, "spread")
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
-    colors = {"rule1": "tab:red", "rule2": "tab:orange", "module": "tab:blue", "module_pods": "tab:purple",
-              "playbook": "tab:green"}
+    colors = COLORS
     for cells, style in ((2, "--"), (8, "-")):
         keys = sorted(k for k in spread if k[2] == cells)
         if not keys:
