@@ -26,9 +26,9 @@ def test_the_committed_results_give_every_goal_a_verdict_and_missed_ones_a_cause
         results = json.load(f)
     rows = report.goals(results)
     assert len(rows) == 9
-    assert all(ok is not None for _, _, _, ok in rows), "a goal not measured in the committed run"
+    assert all(row[3] is not None for row in rows), "a goal not measured in the committed run"
     why = report.causes()
-    missed = [gid for gid, _, _, ok in rows if ok is False]
+    missed = [row[0] for row in rows if row[3] is False]
     assert missed and all(gid in why for gid in missed), (missed, sorted(why))
 
 
