@@ -96,6 +96,7 @@ check: deps                 ## quick feedback: unit + sanity + lint (no cluster)
 	@hack/stages.sh unit sanity lint
 
 bench: build                ## benchmark vs the shell installer's waiting rule -> bench/results.md
+	$(VENV)/bin/pip install -q -r bench/requirements.txt
 	$(PY) bench/run.py
 
 clean: cluster-down

@@ -230,7 +230,6 @@ def plot(results, out_dir):
     passes = [p for p in results["passes"] if set(waiters.CORE) <= set(p["waiters"])]
     spread = group(passes, "spread")
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
-    colors = COLORS
     for cells, style in ((2, "--"), (8, "-")):
         keys = sorted(k for k in spread if k[2] == cells)
         if not keys:
@@ -244,10 +243,10 @@ def plot(results, out_dir):
                 meds.append(m)
                 lo.append(m - min(xs) if xs else 0)
                 hi.append(max(xs) - m if xs else 0)
-            axes[0].errorbar(ns, meds, yerr=[lo, hi], fmt="o" + style, color=colors[w], capsize=3,
+            axes[0].errorbar(ns, meds, yerr=[lo, hi], fmt="o" + style, color=COLORS[w], capsize=3,
                              label=f"{waiters.SHORT[w]}, {cells} cells")
             rq = [med(wvals(spread[k], w, "requests")) or float("nan") for k in keys]
-            axes[1].plot(ns, rq, "o" + style, color=colors[w], label=f"{waiters.SHORT[w]}, {cells} cells")
+            axes[1].plot(ns, rq, "o" + style, color=COLORS[w], label=f"{waiters.SHORT[w]}, {cells} cells")
     axes[0].axhline(GOAL_LATENCY, color="gray", lw=0.8, ls=":")
     axes[0].set_xscale("log")
     axes[0].set_yscale("log")
@@ -266,7 +265,7 @@ def plot(results, out_dir):
     width = 0.16
     for i, w in enumerate(present(passes)):
         ys = [sum(1 for p in adv[k] if p["waiters"].get(w, {}).get("false_ready")) for k in cases]
-        axes[2].bar([j + (i - (len(W) - 1) / 2) * width for j in range(len(cases))], ys, width, color=colors[w],
+        axes[2].bar([j + (i - (len(W) - 1) / 2) * width for j in range(len(cases))], ys, width, color=COLORS[w],
                     label=waiters.SHORT[w])
     axes[2].set_xticks(range(len(cases)))
     axes[2].set_xticklabels([f"{k[0]}\nN={k[1]}" for k in cases])

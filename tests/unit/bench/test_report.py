@@ -17,14 +17,17 @@ import report  # noqa: E402
 import waiters  # noqa: E402
 
 
+def _committed_results():
+    with open(os.path.join(BENCH, "results.json")) as f:
+        return json.load(f)
+
+
 def test_every_waiter_has_a_plot_colour():
     assert set(waiters.ALL) <= set(report.COLORS)
 
 
 def test_the_committed_results_give_every_goal_a_verdict_and_missed_ones_a_cause():
-    with open(os.path.join(BENCH, "results.json")) as f:
-        results = json.load(f)
-    rows = report.goals(results)
+    rows = report.goals(_committed_results())
     assert len(rows) == 9
     assert all(row[3] is not None for row in rows), "a goal not measured in the committed run"
     why = report.causes()
@@ -33,9 +36,7 @@ def test_the_committed_results_give_every_goal_a_verdict_and_missed_ones_a_cause
 
 
 def test_results_md_is_written_from_results_json(tmp_path):
-    with open(os.path.join(BENCH, "results.json")) as f:
-        results = json.load(f)
-    md = report.write(results, str(tmp_path))
+    md = report.write(_committed_results(), str(tmp_path))
     with open(md) as f:
         text = f.read()
     assert "| goal | measured | met | cause when missed |" in text
