@@ -6,6 +6,12 @@
 # kubevirtci.dra_cpu (a symlink) and a copy of the venv's kubernetes.core. A copy, not a link:
 # antsibull-docs copies a collection that lives in a git checkout with git (tracked files only),
 # and the venv is ignored by git, so a linked kubernetes.core would arrive empty.
+# antsibull-docs takes each dependency from the first `ansible-galaxy collection list` entry, and
+# that list is sorted by path: with the checkout at a path that sorts before the temporary dir
+# (CI's did), the venv's own kubernetes.core (inside the checkout, git-ignored) won and arrived
+# empty ("unknown doc_fragment kubernetes.core.k8s_auth_options"). So the venv's collections are
+# hidden (ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false), git may not look above the temporary dir for a
+# repository (GIT_CEILING_DIRECTORIES), and the listing is checked before the lint runs.
 # Knob: VENV (.venv).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +28,15 @@ cp -r "$core" "$tmp/ansible_collections/kubernetes/core"
 # (run from the temporary dir without the repository's ansible.cfg, whose collections_path would
 # add the checkout's .collections link)
 cd "$tmp"
-env -u ANSIBLE_CONFIG PATH="$venv/bin:$PATH" ANSIBLE_COLLECTIONS_PATH="$tmp" \
-  "$venv/bin/antsibull-docs" lint-collection-docs --plugin-docs --check-extra-docs-refs \
+lint_env=(env -u ANSIBLE_CONFIG -u GIT_DIR -u GIT_WORK_TREE PATH="$venv/bin:$PATH"
+  ANSIBLE_COLLECTIONS_PATH="$tmp" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
+  GIT_CEILING_DIRECTORIES="$tmp")
+seen=$("${lint_env[@]}" ansible-galaxy collection list kubernetes.core --format json 2>/dev/null |
+  "$venv/bin/python" -c 'import json, sys; print(" ".join(json.loads(sys.stdin.read().splitlines()[-1])))')
+if [ "$seen" != "$tmp/ansible_collections" ]; then
+  echo "lint_collection_docs: kubernetes.core must come only from $tmp/ansible_collections, found in: $seen" >&2
+  exit 1
+fi
+"${lint_env[@]}" "$venv/bin/antsibull-docs" lint-collection-docs --plugin-docs --check-extra-docs-refs \
   --validate-collection-refs dependent "$tmp/ansible_collections/kubevirtci/dra_cpu"
 echo "antsibull-docs lint-collection-docs: no findings"
