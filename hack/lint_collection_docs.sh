@@ -11,7 +11,8 @@
 # (CI's did), the venv's own kubernetes.core (inside the checkout, git-ignored) won and arrived
 # empty ("unknown doc_fragment kubernetes.core.k8s_auth_options"). So the venv's collections are
 # hidden (ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false), git may not look above the temporary dir for a
-# repository (GIT_CEILING_DIRECTORIES), and the listing is checked before the lint runs.
+# repository (GIT_CEILING_DIRECTORIES; GIT_DIR/GIT_WORK_TREE from a caller would override that
+# search, so they are unset), and the listing is checked before the lint runs.
 # Knob: VENV (.venv).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
