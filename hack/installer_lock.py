@@ -51,7 +51,7 @@ def wanted(filename):
     if not platform.startswith("manylinux") or not platform.endswith(ARCHES):
         return False
     if abi == "abi3":
-        return any(int(tag[3:] or 0) <= 311 for tag in python.split(".") if tag.startswith("cp3"))
+        return any(int(tag[3:] or 0) <= 11 for tag in python.split(".") if tag.startswith("cp3"))
     return any(python == f"cp{v}" and abi == f"cp{v}" for v in PYTHONS)
 
 

@@ -235,7 +235,7 @@ coll_dir=$env_dir/collections-$(echo "$collection_id" | digest)
 export ANSIBLE_HOME=$env_dir/home ANSIBLE_REMOTE_TEMP=$env_dir/home/tmp \
   ANSIBLE_COLLECTIONS_PATH=$coll_dir:$env_dir/collections ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
   ANSIBLE_PYTHON_INTERPRETER=$env_dir/bin/python ANSIBLE_LOCALHOST_WARNING=false \
-  ANSIBLE_INVENTORY_UNPARSED_WARNING=false \
+  ANSIBLE_INVENTORY_UNPARSED_WARNING=false ANSIBLE_PIPELINING=true \
   HELM_CACHE_HOME=$tools/dra-cpu-helm-home/cache HELM_CONFIG_HOME=$tools/dra-cpu-helm-home/config \
   HELM_DATA_HOME=$tools/dra-cpu-helm-home/data PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 

@@ -10,8 +10,9 @@ import yaml
 
 from collection_artifact import REPO, build, manifest, members, read_member
 
-# What a user runs, and the runtime requirements meta/execution-environment.yml points at.
-SHIPPED_DIRS = ("plugins", "roles", "playbooks", "meta", "docs", "changelogs")
+# What a user runs (scripts/: the drop-in for kubevirtci), and the runtime requirements
+# meta/execution-environment.yml points at.
+SHIPPED_DIRS = ("plugins", "roles", "playbooks", "meta", "docs", "changelogs", "scripts")
 SHIPPED_FILES = ("README.md", "LICENSE", "requirements.txt", "bindep.txt")
 GENERATED = ("MANIFEST.json", "FILES.json")
 MAX_BYTES = 150 * 1024
