@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, idempotent and quiet on a second run:
-#  - Debian packages the test cluster uses (docker-registry, iproute2, openssl, time)
+#  - Debian packages the test cluster uses (docker-registry, iproute2, openssl, time) and shellcheck
 #  - the Python virtualenv with the pinned Ansible bundle and test tools (.venv)
 #  - the collection symlink that makes the checkout importable as kubevirtci.dra_cpu
 # Knobs: PYTHON (interpreter for the venv, default python3.11 from pyenv if present),
@@ -16,6 +16,8 @@ if [ "${SETUP_SKIP_APT:-false}" != true ]; then
   command -v ip >/dev/null || need+=(iproute2)
   command -v openssl >/dev/null || need+=(openssl)
   [ -x /usr/bin/time ] || need+=(time)
+  # ansible-test sanity's shellcheck test (scripts/install_dra_driver_cpu.sh) skips without it
+  command -v shellcheck >/dev/null || need+=(shellcheck)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing Debian packages: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -18,8 +18,8 @@
 # directory per pinned version set and interpreter, built under a lock, so two lanes starting at once
 # build it once) from the hash-pinned lock below, takes kubernetes.core from the pinned `ansible`
 # bundle wheel, and installs the collection. Later runs reuse it without any pip or galaxy call.
-# Everything it writes (Ansible's home and temp, helm's cache, config and data, the helm download)
-# stays under .tools/; PATH, HOME and the system Python are left as they are.
+# Everything it writes (Ansible's home and temp, TMPDIR, helm's cache, config, data and discovery cache,
+# the helm download) stays under .tools/; PATH, HOME and the system Python are left as they are.
 set -euo pipefail
 
 SHIPPED_VERSION=0.1.0   # galaxy.yml's version (tests/unit/scripts/test_installer_script.py)
@@ -237,7 +237,8 @@ export ANSIBLE_HOME=$env_dir/home ANSIBLE_REMOTE_TEMP=$env_dir/home/tmp \
   ANSIBLE_PYTHON_INTERPRETER=$env_dir/bin/python ANSIBLE_LOCALHOST_WARNING=false \
   ANSIBLE_INVENTORY_UNPARSED_WARNING=false ANSIBLE_PIPELINING=true \
   HELM_CACHE_HOME=$tools/dra-cpu-helm-home/cache HELM_CONFIG_HOME=$tools/dra-cpu-helm-home/config \
-  HELM_DATA_HOME=$tools/dra-cpu-helm-home/data PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+  HELM_DATA_HOME=$tools/dra-cpu-helm-home/data KUBECACHEDIR=$tools/dra-cpu-helm-home/kube-cache \
+  PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
 index() { printf '%s' "${PIP_INDEX_URL:-https://pypi.org/simple (the default of pip, unless a pip.conf names another)}"; }
 
@@ -294,6 +295,9 @@ fi
 kubeconfig=$KUBEVIRTCI_CONFIG_PATH/$KUBEVIRT_PROVIDER/.kubeconfig
 # one install at a time into one cluster: helm refuses a second operation on a release in progress
 wait_for 8 "$tools/dra-cpu-install-$(echo "$kubeconfig" | digest).lock" "another install into $kubeconfig to finish"
+# temporary files (kubernetes.core's discovery cache among them) stay under .tools too
+export TMPDIR=$env_dir/home/tmp
+mkdir -p "$TMPDIR"
 helm_cache=$tools/dra-cpu-helm
 helm_cache=${helm_cache//\\/\\\\}
 exec "$env_dir/bin/ansible-playbook" kubevirtci.dra_cpu.install -e "{\"dra_cpu_helm_cache_dir\": \"${helm_cache//\"/\\\"}\"}" "$@"

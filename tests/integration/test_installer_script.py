@@ -7,6 +7,7 @@ machine's own pip settings (PIP_*) are passed through: they say how this host re
 
 Tests in this module run in order: the first builds the private environment the others reuse.
 """
+import glob
 import json
 import os
 import re
@@ -47,7 +48,8 @@ def host(cluster, tmp_path_factory):
     args = ["-e", "dra_cpu_chart_plain_http=true", "-e", "dra_cpu_helm_mirror_allow_http=true",
             "-e", "dra_cpu_helm_mirror=" + cluster.env["CLUSTER_HELM_MIRROR"]]
     assert run_playbook(cluster, "uninstall").rc == 0
-    yield {"home": home, "config": config, "env": env, "args": args, "tools": config / ".tools"}
+    yield {"home": home, "config": config, "env": env, "args": args, "tools": config / ".tools",
+           "since": time.time()}
     assert run_playbook(cluster, "uninstall").rc == 0
 
 
@@ -84,6 +86,11 @@ def assert_only_tools_changed(host):
     assert list(host["home"].iterdir()) == []
     assert sorted(p.name for p in host["config"].iterdir()) == [".tools", PROVIDER]
     assert [p.name for p in (host["config"] / PROVIDER).iterdir()] == [".kubeconfig"]
+    # kubernetes.core's discovery cache of this cluster goes to the temporary directory: the script's is
+    # under .tools, and the host's /tmp copy (other tests' runs) was not written since the module started
+    ours = [os.path.basename(p) for p in glob.glob(str(host["tools"] / "*" / "home" / "tmp" / "k8srcp-*.json"))]
+    assert ours
+    assert [n for n in ours if os.path.exists("/tmp/" + n) and os.path.getmtime("/tmp/" + n) >= host["since"]] == []
 
 
 def test_first_run_builds_once_while_a_concurrent_start_waits(host):
