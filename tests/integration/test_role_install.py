@@ -135,6 +135,17 @@ def test_variants_publish_the_expected_cells(cluster, extra, expected):
         assert devices == [f"cpudev{i:03d}" for i in range(10)]
 
 
+def test_uppercase_group_by_keeps_the_per_cell_sizing_check(cluster):
+    """DRA_CPU_GROUP_BY=NUMANODE is accepted and normalised once (validate); the topology step reads the
+    normalised setting, so the per-cell rule still runs: 3 cells expected, the node publishes 2 (the
+    node total, 10 CPUs, matches either way, so a check of the total alone would pass)."""
+    r = run_playbook(cluster, "install", env={"DRA_CPU_GROUP_BY": "NUMANODE"},
+                     extra_vars={"dra_cpu_num_vcpu": 12, "dra_cpu_num_numa_nodes": 3})
+    assert r.rc == 2, r
+    assert any("node node01 publishes cells [0, 1], expected cells [0, 1, 2]" in m
+               for m in r.failure_messages()), r
+
+
 def test_upgrade_from_chart_02_with_new_reserved_cpus_waits_for_the_new_generation(cluster):
     uninstall(cluster)
     old = install(cluster, dra_cpu_chart_version="0.2.0").fact("dra_cpu_topology")
