@@ -5,15 +5,16 @@
 Owns: the expected cells of a node (``KUBEVIRT_NUM_VCPU`` CPUs split evenly
 and contiguously over ``KUBEVIRT_NUM_NUMA_NODES`` cells, minus the reserved
 CPUs), the comparison with what the driver published (``check_sizing``) and
-the smallest-largest-cell check (``check_min_cell_cpus``). Reads the
-``dra_cpu_topology`` shape built by topology.py; does not parse slices and
-does not format tables.
+the smallest-largest-cell check (``check_min_cell_cpus``, against the largest
+claim one cell allows). Reads the ``dra_cpu_topology`` shape built by
+topology.py; does not parse slices and does not format tables.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.claim_limits import CLAIM_DEVICE_LIMIT
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import format_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import (
     INDIVIDUAL,
@@ -157,13 +158,16 @@ def _ids(ids):
 
 
 def check_min_cell_cpus(topology, min_cell_cpus):
-    """None when some cell has at least ``min_cell_cpus`` allocatable CPUs,
-    else a message with the numbers."""
+    """None when one claim of ``min_cell_cpus`` CPUs fits in one cell, else a message with the numbers.
+
+    What fits in one cell is ``max_vm_host_cpus``: the largest cell, and in individual mode no more
+    than the API's limit on the devices of one claim (claim_limits.py), however big the cell.
+    """
     if min_cell_cpus in (None, ""):
         return None
     need = int(min_cell_cpus)
     largest = topology.get("largest_cell")
-    if largest and largest["allocatable_cpus"] >= need:
+    if largest and topology.get("max_vm_host_cpus", largest["allocatable_cpus"]) >= need:
         return None
     cells = []
     for node in sorted(topology.get("nodes") or {}):
@@ -171,6 +175,12 @@ def check_min_cell_cpus(topology, min_cell_cpus):
             cells.append("%s/%s=%s" % (node, cell["id"], cell["allocatable_cpus"]))
     if not largest:
         return "no cell can hold a VM of %d host CPUs: no CPU is published" % need
+    if largest["allocatable_cpus"] >= need:
+        return ("no cell can hold a VM of %d host CPUs: the largest cell, node %s cell %s, has %d allocatable "
+                "CPUs, but in individual mode a claim is one device per CPU and Kubernetes allocates at most "
+                "%s devices to one claim (cells: %s)"
+                % (need, largest["node"], largest["id"], largest["allocatable_cpus"],
+                   topology.get("claim_device_limit", CLAIM_DEVICE_LIMIT), ", ".join(cells)))
     return ("no cell can hold a VM of %d host CPUs: the largest cell is node %s cell %s with %d "
             "allocatable CPUs (cells: %s)"
             % (need, largest["node"], largest["id"], largest["allocatable_cpus"], ", ".join(cells)))

@@ -5,19 +5,21 @@
 Owns: reading the devices of a complete pool (attributes, ``<driver>/cpu``
 capacity, the cell each device belongs to) and the shape of the
 ``dra_cpu_topology`` fact. Which slices form a complete pool is
-slice_pools.py; the sizing rule is sizing.py; the table is
-topology_table.py. Pure functions; nothing here talks to a cluster.
+slice_pools.py; the largest claim the API allocates is claim_limits.py; the
+sizing rule is sizing.py; the table is topology_table.py. Pure functions;
+nothing here talks to a cluster.
 
 * Grouped mode: one device per cell (NUMA node, socket or the machine) with
   capacity ``<driver>/cpu``; the cell's allocatable CPUs are that capacity.
 * Individual mode: one device per CPU and no capacity; cells are the NUMA
   nodes (attribute ``numaNodeID``) and a cell's allocatable CPUs are its
   number of devices.
-* ``max_vm_host_cpus`` is the largest allocatable count of a single cell: in
-  grouped mode a claim takes all its CPUs from one device; in individual mode
-  it is the biggest claim that stays inside one NUMA node (what KubeVirt's
-  NUMA-aligned dedicated CPUs need). Upstream also limits an individual-mode
-  claim to 32 devices; that limit is not applied here.
+* ``max_vm_host_cpus`` is the largest claim the API allocates with all its
+  CPUs in one cell, ``max_node_host_cpus`` the largest on one node at all
+  (claim_limits.py): in grouped mode both are the largest device's capacity
+  (a claim takes all its CPUs from one device); in individual mode they are
+  the largest cell and the largest node, each cut to the API's limit of
+  ``claim_device_limit`` devices per claim.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,6 +28,10 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.claim_limits import (
+    CLAIM_DEVICE_LIMIT,
+    largest_claims,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import (
     format_cpuset,
 )
@@ -257,8 +263,13 @@ def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
 def cluster_topology(node_facts, driver=DEFAULT_DRIVER):
     """The ``dra_cpu_topology`` facts from the per-node topologies (``{node: node_topology()}``)."""
     largest = smallest = None
+    in_one_cell = on_one_node = 0
     for node in sorted(node_facts):
-        for cell in node_facts[node]["cells"]:
+        facts = node_facts[node]
+        claims = largest_claims([c["allocatable_cpus"] for c in facts["cells"]], facts["allocatable_cpus"],
+                                facts["mode"] == INDIVIDUAL)
+        in_one_cell, on_one_node = max(in_one_cell, claims[0]), max(on_one_node, claims[1])
+        for cell in facts["cells"]:
             if largest is None or cell["allocatable_cpus"] > largest[1]["allocatable_cpus"]:
                 largest = (node, cell)
             if smallest is None or cell["allocatable_cpus"] < smallest[1]["allocatable_cpus"]:
@@ -275,7 +286,9 @@ def cluster_topology(node_facts, driver=DEFAULT_DRIVER):
         "group_by": _common(n["group_by"] for n in node_facts.values()),
         "nodes": node_facts,
         "total_allocatable_cpus": sum(n["allocatable_cpus"] for n in node_facts.values()),
-        "max_vm_host_cpus": largest[1]["allocatable_cpus"] if largest else 0,
+        "max_vm_host_cpus": in_one_cell,
+        "max_node_host_cpus": on_one_node,
+        "claim_device_limit": CLAIM_DEVICE_LIMIT,
         "largest_cell": _ref(largest),
         "smallest_cell": _ref(smallest),
     }

@@ -29,6 +29,9 @@ def test_reference_grouped_numanode(slices):
         {"id": 1, "devices": ["cpudevnuma001"], "allocatable_cpus": 6},
     ]
     assert topo["max_vm_host_cpus"] == 6
+    # a grouped claim is one device: on one node it gets no more than in one cell
+    assert topo["max_node_host_cpus"] == 6
+    assert topo["claim_device_limit"] == 32
     assert topo["largest_cell"] == {"node": "node-a", "id": 1, "allocatable_cpus": 6}
     assert topo["smallest_cell"] == {"node": "node-a", "id": 0, "allocatable_cpus": 4}
     assert topo["total_allocatable_cpus"] == 10
@@ -46,8 +49,9 @@ def test_reference_individual(slices):
     assert cells[1]["allocatable_cpus"] == 6
     assert cells[1]["cpus"] == "6-11"
     assert cells[1]["devices"][-1] == "cpudev009"
-    # individual mode: the largest claim inside one NUMA cell
+    # individual mode: the largest claim inside one NUMA cell, and on the node (devices from both cells)
     assert topo["max_vm_host_cpus"] == 6
+    assert topo["max_node_host_cpus"] == 10
 
 
 def test_grouped_socket_smt(slices):
@@ -85,7 +89,10 @@ def test_individual_smt_chunks(slices):
     assert node["cells"][0]["cpus"] == "2-39,80-119"
     assert node["cells"][1]["cpus"] == "40-79,120-159"
     assert node["allocatable_cpus"] == 158
-    assert topo["max_vm_host_cpus"] == 80
+    assert topo["largest_cell"] == {"node": "node01", "id": 1, "allocatable_cpus": 80}
+    # one claim's allocation holds at most 32 devices (k8s.io/api resource/v1 AllocationResultsMaxSize)
+    assert topo["max_vm_host_cpus"] == 32
+    assert topo["max_node_host_cpus"] == 32
     assert topo["smallest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 78}
 
 
@@ -160,6 +167,7 @@ def test_empty_topology():
     topo = t.build_topology([])
     assert topo["nodes"] == {}
     assert topo["max_vm_host_cpus"] == 0
+    assert topo["max_node_host_cpus"] == 0
     assert topo["largest_cell"] is None
     assert topo["mode"] is None
 
