@@ -30,6 +30,7 @@ VARIABLES = {
     "helm_mirror": "dra_cpu_helm_mirror",
     "helm_binary": "dra_cpu_helm_binary",
     "helm_mirror_allow_http": "dra_cpu_helm_mirror_allow_http",
+    "report_dir": "dra_cpu_report_dir",
     "num_vcpu": "dra_cpu_num_vcpu",
     "num_numa_nodes": "dra_cpu_num_numa_nodes",
     "chart_values": "dra_cpu_chart_values",

@@ -169,6 +169,16 @@ def _check_helm(p, settings, errors):
                               "download %s" % (settings.get("helm_version") or "helm")))
         settings["helm_binary"] = path
 
+    # '' = no report files; else a directory (made when missing) for the run's JSON reports
+    raw = p.get("report_dir")
+    settings["report_dir"] = ""
+    if not blank(raw):
+        path = os.path.abspath(os.path.expanduser(str(raw).strip()))
+        if os.path.exists(path) and not os.path.isdir(path):
+            errors.append(err("report_dir", raw, "exists and is not a directory",
+                              "a directory for the run's reports (made when missing), or empty for none"))
+        settings["report_dir"] = path
+
 
 def _check_sizing(p, reserved, settings, errors):
     """num_vcpu / num_numa_nodes (environment fallbacks, '' = unknown) against each other and
@@ -297,6 +307,7 @@ def argument_spec():
         helm_mirror=dict(type="str"),
         helm_mirror_allow_http=dict(type="bool", default=False),
         helm_binary=dict(type="str", default=""),
+        report_dir=dict(type="str", default=""),
         num_vcpu=dict(type="raw"),
         num_numa_nodes=dict(type="raw"),
         chart_values=dict(type="raw", default={}),

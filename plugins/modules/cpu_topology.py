@@ -27,14 +27,14 @@ description:
   - Returns the topology as the fact C(dra_cpu_topology) and a table in RV(summary). In grouped mode each
     cell is one device and its allocatable CPUs are the device's C(dra.cpu/cpu) capacity; in individual mode
     the devices are grouped into cells by C(numaNodeID) and a cell's allocatable CPUs are its device count.
-  - C(max_vm_host_cpus) is the largest allocatable count of one cell. In grouped mode a claim takes all its
-    CPUs from one device, so this is the biggest dedicated-CPU VM that fits. In individual mode it is the
-    biggest claim that stays inside one NUMA cell (upstream also caps an individual-mode claim at 32 CPUs;
-    that cap is not applied).
+  - C(max_vm_host_cpus) is the largest claim the API allocates in one cell, C(max_node_host_cpus) on one node.
+    Grouped mode, both are the largest device's capacity (a claim takes all its CPUs from one device). Individual
+    mode, a claim is a count of CPU devices, at most 32 (C(claim_device_limit), C(AllocationResultsMaxSize) in
+    C(resource.k8s.io/v1)), so they are the largest cell and the largest node, each cut to 32.
   - With O(expected_cells_per_node), O(expected_cpus_per_node) and O(reserved_cpus) it checks the published
     topology against the kubevirtci sizing rule (per cell V/N minus the reserved CPUs in that cell, cells
     contiguous) and fails with the numbers on a mismatch; with O(min_cell_cpus) it fails when no cell can hold
-    that many CPUs.
+    a claim of that many CPUs (more than C(max_vm_host_cpus)).
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - kubevirtci.dra_cpu.read_only
@@ -86,12 +86,26 @@ options:
     type: str
     default: ''
   min_cell_cpus:
-    description: Fail unless at least one cell has this many allocatable CPUs.
+    description: Fail unless a claim of this many CPUs fits in one cell (at most C(max_vm_host_cpus)).
     type: int
   log_lines:
     description: Log lines of each failing node's driver pod to show on timeout.
     type: int
     default: 20
+  report_dir:
+    description:
+      - A directory (made when missing) for CI artifacts, not written in check mode. After a complete wait the
+        fact goes to C(dra-cpu-topology.json); after a failure C(dra-cpu-failure.json) holds the message, the
+        pending nodes (pod state, last log lines), the partial topology, the driver's ResourceSlices and pods.
+    type: path
+    default: ''
+  record_failure:
+    description:
+      - The message of an earlier step's failure (the role's rescue after a failed helm install). With
+        O(report_dir), C(dra-cpu-failure.json) is written with this message and the driver's slices and pods,
+        whatever the topology; use with O(wait=false). The module itself does not fail for it.
+    type: str
+    default: ''
 seealso:
   - module: kubevirtci.dra_cpu.preflight
 """
@@ -163,9 +177,17 @@ ansible_facts:
           type: int
           sample: 10
         max_vm_host_cpus:
-          description: Largest allocatable CPUs of one cell (the largest dedicated-CPU claim that fits).
+          description: Largest claim the API allocates with all its CPUs in one cell (individual mode, one NUMA cell).
           type: int
           sample: 6
+        max_node_host_cpus:
+          description: Largest claim the API allocates on one node (grouped mode, the same as C(max_vm_host_cpus)).
+          type: int
+          sample: 6
+        claim_device_limit:
+          description: Most devices the API allocates to one claim (C(AllocationResultsMaxSize), 32).
+          type: int
+          sample: 32
         largest_cell:
           description: C(node), C(id), C(allocatable_cpus) of the largest cell (null without cells).
           type: dict
@@ -179,6 +201,7 @@ summary:
     - A table of node, cell, devices and allocatable CPUs with a total per node, then the largest VM that fits
       and the largest and smallest cells; one line per list item (the role prints it as it is). Rows for at
       most 50 nodes; one line counts the others (their cells are in the fact).
+    - The largest VM is one line in grouped mode; in individual mode, one for the node and one NUMA-aligned.
   returned: success
   type: list
   elements: str
@@ -187,7 +210,7 @@ summary:
     - "node01     0  cpudevnuma000         4"
     - "node01     1  cpudevnuma001         6"
     - "node01  total                       10"
-    - "largest VM that fits: 6 host CPUs (a claim takes all its CPUs from one cell)"
+    - "largest VM that fits: 6 host CPUs (a claim takes all its CPUs from one device: one NUMA cell)"
     - "largest cell: node01 cell 1, 6 CPUs; smallest cell: node01 cell 0, 4 CPUs"
 targets:
   description: The nodes waited for (deleted nodes removed).
@@ -232,19 +255,10 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import 
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as topo
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_table import render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.driver_pods import (
-    describe_selectors,
-    driver_nodes,
-    list_driver_pods,
-    resolve_pod_selectors,
-)
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.pod_diagnostics import pending_report, timeout_message
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.waiter import SliceWaiter
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_run import run
 
 
 def argument_spec():
@@ -261,6 +275,8 @@ def argument_spec():
         reserved_cpus=dict(type="str", default=""),
         min_cell_cpus=dict(type="int"),
         log_lines=dict(type="int", default=20),
+        report_dir=dict(type="path", default=""),
+        record_failure=dict(type="str", default=""),
     )
     spec.update(auth_argument_spec(AUTH_ARG_SPEC))
     return spec
@@ -287,80 +303,6 @@ def check_params(params):
     return problems, reserved
 
 
-def run(api, params, reserved, clock=None, sleep=None):
-    """Resolve the targets, wait, build the topology. Returns (result, failure message or None)."""
-    kwargs = {}
-    if clock is not None:
-        kwargs["clock"] = clock
-    if sleep is not None:
-        kwargs["sleep"] = sleep
-    waiter = SliceWaiter(api, params["driver"], **kwargs)
-    explicit = params.get("nodes")
-    selectors, problem = resolve_pod_selectors(api, params["namespace"], params.get("release_name"),
-                                               params.get("pod_selector"))
-    empty = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
-    if explicit:
-        targets = sorted(set(explicit))
-    else:
-        if problem and params["wait"]:
-            return empty, problem
-        targets = driver_nodes(list_driver_pods(api, params["namespace"], selectors))
-        if not targets and params["wait"]:
-            return empty, (
-                "no driver pod found in namespace %s with %s: is the chart installed, and can its "
-                "DaemonSet run on any node?" % (params["namespace"], describe_selectors(selectors)))
-
-    if params["wait"]:
-        waited = waiter.wait(targets, params["timeout"])
-    else:
-        waited = waiter.snapshot(targets)
-
-    stats = dict(waited["stats"])
-    if "elapsed" in waited:
-        stats["elapsed"] = waited["elapsed"]
-    result = {
-        "targets": waited["targets"],
-        "dropped_nodes": waited["dropped_nodes"],
-        "pending_nodes": [],
-        "sizing_problems": [],
-        "wait_stats": stats,
-    }
-    if not waited["complete"]:
-        entries = pending_report(api, waited, params["namespace"], selectors,
-                                 log_lines=params["log_lines"])
-        result["pending_nodes"] = entries
-        if params["wait"]:
-            message = timeout_message(params["driver"], params["timeout"], entries)
-            if waited.get("last_error"):
-                message += "\nlast API error: %s" % waited["last_error"]
-            # the nodes that did complete are reported all the same (returned as ``topology``)
-            result["topology"] = _facts(waited, params["driver"])
-            return result, message
-
-    facts = _facts(waited, params["driver"])
-    result["ansible_facts"] = {"dra_cpu_topology": facts}
-    result["summary"] = render_table(facts)
-
-    problems = sizing.check_sizing(facts, params.get("expected_cells_per_node"),
-                                   params.get("expected_cpus_per_node"), reserved)
-    result["sizing_problems"] = problems
-    messages = [p["message"] for p in problems]
-    too_small = sizing.check_min_cell_cpus(facts, params.get("min_cell_cpus"))
-    if too_small:
-        messages.append(too_small)
-    if messages:
-        return result, "the published CPU topology does not match: " + "; ".join(messages)
-    return result, None
-
-
-def _facts(waited, driver):
-    """The topology of the targets that completed: their node topologies were built by the waiter
-    as each pool completed, so only the cluster-wide part is left to do here."""
-    if waited["targets"]:
-        return topo.cluster_topology(waited["node_facts"], driver)
-    return topo.build_topology(waited["slices"], driver)
-
-
 def main():
     module = AnsibleK8SModule(
         module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
@@ -378,7 +320,8 @@ def main():
         module.fail_json(msg="cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
     api = RawApi(client.client)
     try:
-        result, failure = run(api, module.params, reserved)
+        result, failure = run(api, module.params, reserved,
+                              report_dir=None if module.check_mode else module.params["report_dir"])
     except KubeRequestError as exc:
         module.fail_json(msg="cannot read the driver's CPU topology: %s" % exc.message)
     # the wait is over: exempt the client's large heap from the collector so the interpreter does

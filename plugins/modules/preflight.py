@@ -118,6 +118,13 @@ options:
       - The chart reference to be installed; with O(chart_version) it decides RV(installed.chart_fetch_needed).
     type: str
     default: ''
+  report_dir:
+    description:
+      - A directory (made when missing) where the findings are also written as C(dra-cpu-preflight.json)
+        (RV(findings), RV(passed), RV(report), RV(cluster)), whether preflight passes or not; for CI
+        artifacts. Not written in check mode, nor when preflight could not check at all. Empty writes nothing.
+    type: path
+    default: ''
 seealso:
   - module: kubevirtci.dra_cpu.cpu_topology
 """
@@ -289,6 +296,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart_values im
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight_gather import run_checks
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.report_files import PREFLIGHT, write_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import parse_version
 
 
@@ -309,6 +317,7 @@ def argument_spec():
         namespace_labels=dict(type="dict", default={}),
         release_name=dict(type="str", default=""),
         chart=dict(type="str", default=""),
+        report_dir=dict(type="path", default=""),
     )
     spec.update(auth_argument_spec(AUTH_ARG_SPEC))
     return spec
@@ -355,6 +364,9 @@ def main():
     gc.freeze()
     # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
     result["cluster"] = describe_target(params, client.configuration.host)
+    if not module.check_mode:
+        write_report(params["report_dir"], PREFLIGHT,
+                     dict((key, result.get(key)) for key in ("passed", "findings", "report", "cluster")))
     if not result["passed"]:
         module.fail_json(msg=message, changed=False, **result)
     module.exit_json(changed=False, **result)

@@ -91,6 +91,12 @@ options:
       - Accept a plain http O(helm_mirror). Role variable C(dra_cpu_helm_mirror_allow_http).
     type: bool
     default: false
+  report_dir:
+    description:
+      - Directory for the run's JSON reports (C(~) is expanded; made when missing). It must not be an
+        existing file. Empty means no reports. Role variable C(dra_cpu_report_dir).
+    type: str
+    default: ''
   num_vcpu:
     description:
       - vCPUs of a kubevirtci node (C(KUBEVIRT_NUM_VCPU)); an integer, or empty when unknown.
@@ -205,6 +211,9 @@ settings:
       type: str
     helm_binary:
       description: The helm binary path with C(~) expanded, '' when not set.
+      type: str
+    report_dir:
+      description: The absolute report directory, '' when not set.
       type: str
     num_vcpu:
       description: vCPUs per node, or null.

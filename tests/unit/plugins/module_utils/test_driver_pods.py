@@ -7,6 +7,7 @@ __metaclass__ = type
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import driver_pods as dp
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology_run
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster
 
@@ -108,10 +109,10 @@ def test_cpu_topology_finds_pods_of_a_renamed_chart():
     })
     params = dict((k, v.get("default")) for k, v in cpu_topology.argument_spec().items())
     params.update(release_name="dra-driver-cpu")
-    result, message = cpu_topology.run(RawApi(cluster), params, [])
+    result, message = topology_run.run(RawApi(cluster), params, [])
     assert message is None, message
     assert result["targets"] == [node]
     params.update(release_name="")
-    result, message = cpu_topology.run(RawApi(cluster), params, [])
+    result, message = topology_run.run(RawApi(cluster), params, [])
     assert "no driver pod found in namespace dra-driver-cpu with selector app.kubernetes.io/name=dra-driver-cpu" \
         in message

@@ -219,3 +219,16 @@ def test_helm_binary(tmp_path, monkeypatch):
     assert errors == [] and settings["helm_binary"] == str(helm)
     settings, errors = run(helm_binary=str(tmp_path))
     assert errors and errors[0].startswith("dra_cpu_helm_binary: '%s' is not an executable file" % tmp_path)
+
+
+def test_report_dir(tmp_path, monkeypatch):
+    settings, errors = run(report_dir="")
+    assert errors == [] and settings["report_dir"] == ""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings, errors = run(report_dir="~/artifacts/ ")
+    assert errors == [] and settings["report_dir"] == str(tmp_path / "artifacts")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    settings, errors = run(report_dir=str(afile))
+    assert errors == ["dra_cpu_report_dir: '%s' exists and is not a directory; expected a directory for the "
+                      "run's reports (made when missing), or empty for none" % afile]

@@ -7,6 +7,7 @@ import copy
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology_run
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import RawApi
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import (
@@ -140,7 +141,7 @@ def test_timeout_names_nodes_pod_state_and_logs():
                            Response(b"I0101 start\nE0101 open /var/lib/kubelet/plugins: no such file\n")})
     params = dict((k, v.get("default")) for k, v in cpu_topology.argument_spec().items())
     params.update(timeout=60, log_lines=5)
-    result, message = cpu_topology.run(RawApi(cluster), params, [], clock=clock, sleep=clock.sleep)
+    result, message = topology_run.run(RawApi(cluster), params, [], clock=clock, sleep=clock.sleep)
     assert message.splitlines() == [
         "timed out after 60s waiting for the ResourceSlices of driver dra.cpu on 1 node(s):",
         "- node02: 1 of 2 slices published at generation 3; pod drv-2 Running; container dracpu waiting "

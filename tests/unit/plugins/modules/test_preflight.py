@@ -249,3 +249,22 @@ def test_installed_unreadable_secrets_leave_it_to_the_caller():
     assert result["installed"]["readable"] is False
     assert result["installed"]["error"].startswith(
         "permission denied: cannot list secrets in namespace dra-driver-cpu")
+
+
+def test_report_dir_gets_the_findings_passed_or_not_but_not_in_check_mode(tmp_path):
+    import json
+    report = tmp_path / "artifacts"
+    result, failed = run_module(preflight, {"reserved_cpus": "0-1", "report_dir": str(report)}, FakeCluster())
+    assert failed is False
+    written = json.loads((report / "dra-cpu-preflight.json").read_text())
+    assert sorted(written) == ["cluster", "findings", "passed", "report"]
+    assert written["passed"] is True and written["findings"] == result["findings"]
+    assert written["report"] == result["report"] and written["cluster"]["context"] is None
+    result, failed = run_module(preflight, {"reserved_cpus": "0-1", "report_dir": str(report)}, two_nodes())
+    assert failed is True
+    written = json.loads((report / "dra-cpu-preflight.json").read_text())
+    assert written["passed"] is False and written["findings"] == result["findings"]
+    assert [f["observed"] for f in written["findings"] if f["check"] == "cpu_manager_policy" and f["node"] == "node02"] == ["static"]
+    checked = tmp_path / "check"
+    run_module(preflight, {"reserved_cpus": "0-1", "report_dir": str(checked), "_ansible_check_mode": True}, FakeCluster())
+    assert not checked.exists()
