@@ -14,18 +14,22 @@ K8S_CACHE := $(or $(CLUSTER_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ku
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: build-1.35 build-1.37 build-helm-old newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: build-1.35 build-1.37 build-helm-old build-real-node newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration molecule docs-check bench clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
 	@hack/setup.sh
 
-build: deps                 ## real etcd, helm, kube-* binaries (cached by version outside the checkout)
+build: deps                 ## real etcd, helm, kube-*, the real nodes' binaries (cached by version outside the checkout)
 	@tests/cluster/build.sh all >/dev/null
 	@tests/cluster/build.sh helm-old >/dev/null
+	@tests/cluster/build.sh real-node >/dev/null
 
 build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
 	tests/cluster/build.sh helm-old
+
+build-real-node: deps       ## kubelet, containerd, runc, CNI plugins, crane, pause for CLUSTER_REAL_NODES (part of build; cached; ~5 min first time)
+	tests/cluster/build.sh real-node
 
 cluster-up: build           ## start the hermetic test cluster (idempotent)
 	@$(CLUSTER) up

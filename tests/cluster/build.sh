@@ -2,11 +2,15 @@
 # Builds (once) the real programs of the test cluster from pinned Go modules into a cache keyed by
 # version, outside the checkout. A second run, or a fresh clone on the same machine, builds nothing.
 #
-#   build.sh [all|etcd|helm|helm-old|kubernetes]   prints the directory holding the binaries
+#   build.sh [all|etcd|helm|helm-old|kubernetes|real-node]   prints the directory holding the binaries
 #   (helm-old, not part of all: every tools/helm-v*/ pin, helms older than the cluster's that the
 #   tests use as the "too old helm on PATH"; one directory per line; `make build` builds it)
+#   (real-node, not part of all: what a real node (CLUSTER_REAL_NODES) runs: kubelet, containerd +
+#   shim + ctr, runc (Debian's, unpacked), CNI plugins, crane and the pause binary, one directory
+#   per line; `make build-real-node` builds it)
 #
 # Knobs: CLUSTER_K8S_VERSION (v1.36.3), CLUSTER_ETCD_VERSION (from tools/etcd/go.mod),
+#        CLUSTER_RUNC_DEB_VERSION (1.1.5+ds1-1+deb12u1, Debian bookworm's runc; real-node),
 #        CLUSTER_CACHE_DIR (${XDG_CACHE_HOME:-$HOME/.cache}/kubevirtci-dra-cpu)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,9 +27,12 @@ mod_version() { # module path, go.mod -> pinned version
 go_build() { # name, module dir, out dir, extra -ldflags, packages...
   # .complete holds the build recipe (ldflags); a different recipe rebuilds (mostly a relink: the
   # Go build cache keeps the compiled packages)
+  # GO_BUILD_TAGS (environment): -tags for this build, part of the recipe
   local name=$1 dir=$2 out=$3 xflags=$4; shift 4
+  local tags=${GO_BUILD_TAGS:-}
   local ldflags="-s -w${xflags:+ $xflags}"
-  if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$ldflags" ]; then return 0; fi
+  local recipe="$ldflags${tags:+ tags=$tags}"
+  if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$recipe" ]; then return 0; fi
   mkdir -p "$out"
   # one build per output dir at a time: a second caller waits, then finds it complete
   exec 9>"$out.lock"
@@ -33,13 +40,13 @@ go_build() { # name, module dir, out dir, extra -ldflags, packages...
     log "$name: another build is running; waiting for it"
     flock 9
   fi
-  if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$ldflags" ]; then exec 9>&-; return 0; fi
+  if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$recipe" ]; then exec 9>&-; return 0; fi
   log "building $name into $out (first run only; kubernetes takes many minutes on 2 cores)"
   [ -f "$out/.build-stats" ] && mv -f "$out/.build-stats" "$out/.build-stats.prev"
   rm -rf "$out/.new" && mkdir -p "$out/.new"
   local start=$SECONDS
   ( cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 /usr/bin/time -f "%e s wall, %M KiB peak RSS" \
-      -o "$out/.build-stats" go build -trimpath -ldflags="$ldflags" -o "$out/.new/" "$@" ) &
+      -o "$out/.build-stats" go build -trimpath ${tags:+-tags "$tags"} -ldflags="$ldflags" -o "$out/.new/" "$@" ) &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     sleep 30
@@ -50,7 +57,7 @@ go_build() { # name, module dir, out dir, extra -ldflags, packages...
   local f; for f in "$out/.new/"*; do mv -f "$f" "$out/"; done
   rmdir "$out/.new"
   log "$name built: $(cat "$out/.build-stats" 2>/dev/null)"
-  printf '%s' "$ldflags" > "$out/.complete"
+  printf '%s' "$recipe" > "$out/.complete"
   exec 9>&-
 }
 
@@ -104,11 +111,76 @@ build_kubernetes() {
   echo "$cache/kubernetes/$k8s_version"
 }
 
+build_kubelet() { # same module and version stamps as the control plane; its own output dir, so
+  # the control plane's cached build stays valid
+  local dir="$here/tools/kubernetes/$k8s_version"
+  [ -f "$dir/go.mod" ] || { echo "no build files for Kubernetes $k8s_version under $dir" >&2; exit 2; }
+  go_build "kubelet $k8s_version" "$dir" "$cache/kubelet/$k8s_version" "$(k8s_ldflags "$k8s_version")" \
+    k8s.io/kubernetes/cmd/kubelet
+  echo "$cache/kubelet/$k8s_version"
+}
+
+build_containerd() {
+  local dir="$here/tools/containerd-v2.4.2" v
+  v=$(mod_version github.com/containerd/containerd/v2 "$dir/go.mod")
+  GO_BUILD_TAGS="no_btrfs no_devmapper no_zfs" go_build "containerd $v" "$dir" "$cache/containerd/$v" \
+    "-X github.com/containerd/containerd/v2/version.Version=$v" \
+    github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+    github.com/containerd/containerd/v2/cmd/ctr
+  echo "$cache/containerd/$v"
+}
+
+build_cni() {
+  local dir="$here/tools/cni-plugins-v1.9.1" v
+  v=$(mod_version github.com/containernetworking/plugins "$dir/go.mod")
+  go_build "cni-plugins $v" "$dir" "$cache/cni-plugins/$v" "" \
+    github.com/containernetworking/plugins/plugins/main/bridge \
+    github.com/containernetworking/plugins/plugins/ipam/host-local \
+    github.com/containernetworking/plugins/plugins/main/loopback
+  echo "$cache/cni-plugins/$v"
+}
+
+build_crane() {
+  local dir="$here/tools/crane-v0.22.1" v
+  v=$(mod_version github.com/google/go-containerregistry "$dir/go.mod")
+  go_build "crane $v" "$dir" "$cache/crane/$v" "" github.com/google/go-containerregistry/cmd/crane
+  echo "$cache/crane/$v"
+}
+
+build_pause() { # the sandbox image's only file; keyed by the source's hash
+  local dir="$here/tools/pause" h
+  h=$(cat "$dir/go.mod" "$dir/main.go" | sha256sum | cut -c1-12)
+  go_build "pause $h" "$dir" "$cache/pause/$h" "" .
+  echo "$cache/pause/$h"
+}
+
+build_runc() { # Debian's runc, pinned (dynamically linked against libseccomp2, which these hosts
+  # have): apt-get download + dpkg -x into the cache, nothing installed
+  local v=${CLUSTER_RUNC_DEB_VERSION:-1.1.5+ds1-1+deb12u1} out
+  out="$cache/runc/$v"
+  if [ ! -x "$out/runc" ]; then
+    log "unpacking Debian runc $v into $out"
+    rm -rf "$out.tmp" && mkdir -p "$out.tmp" && chmod 755 "$out.tmp"
+    if ! ( cd "$out.tmp" && apt-get download -q "runc=$v" >&2 2>&1 && dpkg -x runc_*.deb root ); then
+      echo "apt-get download runc=$v failed (apt-get update? apt-cache policy runc;" \
+           "CLUSTER_RUNC_DEB_VERSION picks another)" >&2
+      rm -rf "$out.tmp"; exit 2
+    fi
+    mkdir -p "$out" && mv -f "$out.tmp/root/usr/sbin/runc" "$out/runc" && rm -rf "$out.tmp"
+  fi
+  echo "$out"
+}
+
+build_real_node() { # one line per directory: kubelet containerd runc cni crane pause
+  build_kubelet; build_containerd; build_runc; build_cni; build_crane; build_pause
+}
+
 case "$what" in
   etcd) build_etcd ;;
   helm) build_helm ;;
   helm-old) build_helm_old ;;
   kubernetes) build_kubernetes ;;
+  real-node) build_real_node ;;
   all) build_etcd; build_helm; build_kubernetes ;;
-  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes|real-node]" >&2; exit 2 ;;
 esac

@@ -39,6 +39,7 @@ import urllib.error  # noqa: E402
 from cluster_control_plane import cmd_restart_apiserver, env_lines, ready_nodes, start  # noqa: E402
 from cluster_netns import netns_down, netns_exists, veth_exists  # noqa: E402
 from cluster_processes import cmd_supervise, kill_group, kill_stragglers, pidinfo, proc_alive  # noqa: E402
+from cluster_real_node import real_nodes_alive, stop_real_nodes  # noqa: E402
 from cluster_registry_charts import push_charts  # noqa: E402
 from cluster_state import (  # noqa: E402
     CACHE, KNOBS, ORDER, SIM_MAIN, STATE, die, http_get, log, netns_name, p, read_json, write_file,
@@ -93,7 +94,9 @@ def cmd_up():
     if info and info.get("components"):
         want = requested_settings(info.get("settings"))
         ok, why = healthy(info)
-        changed = {k: (info["settings"].get(k), v) for k, v in want.items() if info["settings"].get(k) != v}
+        # a knob missing from an older cluster.json ran with its default
+        changed = {k: (info["settings"].get(k, KNOBS[k]), v) for k, v in want.items()
+                   if info["settings"].get(k, KNOBS[k]) != v}
         if ok and not changed:
             if os.path.exists(SIM_MAIN) and "sim" not in info.get("components", []):
                 log("the simulator exists now; restarting the cluster to run it")
@@ -128,6 +131,7 @@ def cmd_up():
 def cmd_down(quiet=False):
     info = read_json(p("cluster.json"), {})
     names = [n for n in ORDER if os.path.exists(p("pids", n + ".json"))]
+    stop_real_nodes()   # first: their kubelets talk to the API server, their pods sit in cgroups
     for name in reversed(ORDER):
         if name in names:
             kill_group(name)
@@ -152,7 +156,7 @@ def cmd_status():
     info = read_json(p("cluster.json"))
     if not info or not info.get("components"):
         print(f"cluster: down (state {STATE})")
-        extra = [n for n in ORDER if proc_alive(n)]
+        extra = [n for n in ORDER if proc_alive(n)] + [f"real-{n}" for n in real_nodes_alive()]
         if extra or netns_exists() or veth_exists():
             print(f"  leftovers: processes {extra}, netns {netns_exists()}, veth {veth_exists()}: run `cluster.py down`")
             return 1

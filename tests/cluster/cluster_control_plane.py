@@ -24,6 +24,7 @@ import yaml
 from cluster_netns import netns_up, pick_node_cidr
 from cluster_pki import gen_pki, kubeconfig
 from cluster_processes import kill_group, pidinfo, spawn, wait_for
+from cluster_real_node import node_names, start_real_nodes, token_lines
 from cluster_registry_charts import helm_tarball, push_charts, registry_config
 from cluster_state import (
     BUILD_SH, CACHE, CHART_NAME, CHART_REPO, CLUSTER_PY, MARKER, REPO, SA_ISSUER, SERVICE_CIDR, SIM_MAIN, STATE,
@@ -123,7 +124,8 @@ def start(settings):
     write_file(p("pki", "tokens.csv"),
                f'{tokens["admin"]},admin,admin-uid,"system:masters"\n'
                f'{tokens["kcm"]},system:kube-controller-manager,kcm-uid\n'
-               f'{tokens["scheduler"]},system:kube-scheduler,scheduler-uid\n', 0o600)
+               f'{tokens["scheduler"]},system:kube-scheduler,scheduler-uid\n'
+               + token_lines(node_names(settings), tokens), 0o600)
     write_file(p("kubeconfig"), kubeconfig(info["apiserver"], tokens["admin"], "admin"), 0o600)
     write_file(p("kcm.kubeconfig"), kubeconfig(info["apiserver"], tokens["kcm"], "system:kube-controller-manager"), 0o600)
     write_file(p("scheduler.kubeconfig"), kubeconfig(info["apiserver"], tokens["scheduler"], "system:kube-scheduler"), 0o600)
@@ -216,6 +218,10 @@ def start(settings):
         log(f"WARNING: {SIM_MAIN} does not exist yet: no simulated nodes")
 
     pusher.join()
+    # real nodes (CLUSTER_REAL_NODES): after the charts' push, so the registry is known to answer
+    if node_names(settings):
+        info["components"] += start_real_nodes(info, settings, tokens)
+        write_file(p("cluster.json"), json.dumps(info, indent=1))
     pushed, skipped, problems = chart_result.get("r", ([], [], ["chart push did not finish"]))
     wait_for("helm mirror", lambda: http_get(f"{info['helm_mirror']}/")[0] == 200, 20, proc="helm-mirror")
     info["chart_versions"] = sorted(pushed + skipped)

@@ -120,17 +120,24 @@ def stragglers():
     return found
 
 
-def kill_stragglers():
-    for _ in range(3):
-        left = stragglers()
+def kill_until_gone(find, rounds=3, pause=0.2):
+    """SIGKILL the pids ``find()`` returns, round after round, until it returns none; returns the
+    pids still there after ``rounds`` rounds (empty when all are gone)."""
+    for _ in range(rounds):
+        left = set(find())
         if not left:
-            break
+            return set()
         for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        time.sleep(0.2)
+        time.sleep(pause)
+    return set(find())
+
+
+def kill_stragglers():
+    kill_until_gone(stragglers)
 
 
 def cmd_supervise(name, cmd):

@@ -44,6 +44,7 @@ KNOBS = {
     "CLUSTER_SIMULATE_DRIVER": "true",
     "CLUSTER_NODE_OVERRIDES": "",
     "CLUSTER_SLICE_DELETE_DELAY": "30",
+    "CLUSTER_REAL_NODES": "0",   # real containerd + kubelet nodes real01, ... (cluster_real_node.py)
 }
 
 # Components in start order; down stops them in reverse.

@@ -1,0 +1,356 @@
+"""Real nodes: a real containerd + kubelet pair per node, next to the simulated ones (CLUSTER_REAL_NODES).
+
+Owns: the real-node binaries (build.sh real-node), the pause image (built, pushed to the local
+registry as registry.k8s.io/pause:<tag>), and per node `real01`, `real02`, ...: its directory
+<state>/real-nodes/<name>/ (containerd config v3 with the registry mirror, CNI bridge conf,
+KubeletConfiguration, kubeconfig, the bind-mount sources), its cgroup root in every cgroup v1
+hierarchy, and one process `real-<name>`: `unshare -m -u` (own mount + UTS namespace, hostname =
+node name) running a shell that bind-mounts the node's directories over the fixed paths
+(/var/lib/kubelet, /run/containerd, /run/netns, ...), then starts containerd and the kubelet.
+Teardown (`down`): the process group, every process left in the node's mount namespace or cgroups
+(shims, containers), the CNI bridge, the cgroup dirs, and the host sysctls that the bridge plugin
+and the kubelet change, restored to what they were before the first node started (machine-wide:
+/run/dracpu-real-nodes.json counts the state dirs with real nodes; the last one down restores
+them and removes the mount points it created).
+The node network: the kubelet listens on the host end of the cluster's veth (the API server
+refuses loopback), pods get 10.N.250+i.0/24 on a per-node bridge on the host.
+Nodes are registered with the NoExecute taint below, so DaemonSets that tolerate every NoSchedule
+taint (the driver chart) stay on the simulated nodes.
+Must not: touch the simulated nodes, the control plane, or anything of another state dir.
+"""
+import fcntl
+import ipaddress
+import json
+import os
+import secrets
+import subprocess
+import tarfile
+import time
+
+import yaml
+
+from cluster_pki import kubeconfig
+from cluster_processes import kill_group, kill_until_gone, pidinfo, proc_alive, spawn, wait_for
+from cluster_state import (
+    BUILD_SH, CACHE, STATE, die, free_port, http_get, log, p, read_json, run, short_hash, write_file,
+)
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+TAINT = {"key": "dra-cpu.kubevirtci.io/real-node", "value": "true", "effect": "NoExecute"}
+CGROUP_V1 = "/sys/fs/cgroup"
+# fixed paths that collide between node pairs: each node bind-mounts its own directory over them
+FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
+         "/var/log/pods", "/var/log/containers"]
+# host-wide sysctls the CNI bridge plugin (ip_forward) and the kubelet (setupKernelTunables) write
+HOST_STATE = "/run/dracpu-real-nodes.json"   # shared by all state dirs: see _host_state
+SYSCTLS = ["net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
+           "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
+
+
+def node_names(settings):
+    n = int(settings.get("CLUSTER_REAL_NODES") or 0)
+    return [f"real{i:02d}" for i in range(1, n + 1)]
+
+
+def token_lines(names, tokens):
+    """tokens.csv lines: system:node:<name> in system:nodes (Node authorizer, NodeRestriction)."""
+    for name in names:
+        tokens[name] = secrets.token_hex(24)
+    return "".join(f'{tokens[n]},system:node:{n},node-{n}-uid,"system:nodes"\n' for n in names)
+
+
+def binaries(k8s_version):
+    env = dict(os.environ, CLUSTER_K8S_VERSION=k8s_version, CLUSTER_CACHE_DIR=CACHE)
+    r = subprocess.run([BUILD_SH, "real-node"], stdout=subprocess.PIPE, env=env, text=True)
+    if r.returncode != 0:
+        die(f"build.sh real-node failed (exit {r.returncode})")
+    keys = ["kubelet", "containerd", "runc", "cni", "crane", "pause"]
+    return dict(zip(keys, r.stdout.split()))
+
+
+def push_pause(dirs, registry):
+    """registry.k8s.io/pause:<tag> (through the mirror: <registry>/pause:<tag>) from the pause binary."""
+    ref = f"{registry}/{PAUSE_IMAGE.split('/', 1)[1]}"
+    layer = p("real-nodes", "pause-layer.tar")
+    os.makedirs(os.path.dirname(layer), exist_ok=True)
+    with tarfile.open(layer, "w", format=tarfile.USTAR_FORMAT) as t:
+        ti = t.gettarinfo(os.path.join(dirs["pause"], "pause"), arcname="pause")
+        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname, ti.mode = 0, 0, 0, "", "", 0o755
+        with open(os.path.join(dirs["pause"], "pause"), "rb") as f:
+            t.addfile(ti, f)
+    crane = os.path.join(dirs["crane"], "crane")
+    run([crane, "append", "--insecure", "-f", layer, "-t", ref])
+    run([crane, "mutate", "--insecure", "--set-platform", "linux/amd64", "--entrypoint=/pause", ref])
+    return ref
+
+
+def _cgroup_dirs(name):
+    rel = f"dracpu-{short_hash()}-{name}"
+    return rel, [os.path.join(CGROUP_V1, h, rel) for h in sorted(os.listdir(CGROUP_V1))
+                 if os.path.isdir(os.path.join(CGROUP_V1, h)) and os.path.ismount(os.path.join(CGROUP_V1, h))]
+
+
+def _make_cgroups(name):
+    rel, dirs = _cgroup_dirs(name)
+    for d in dirs:
+        os.makedirs(d, exist_ok=True)
+        if os.path.basename(os.path.dirname(d)) == "cpuset":
+            for f in ("cpuset.cpus", "cpuset.mems"):     # an empty cpuset cannot take tasks
+                with open(os.path.join(os.path.dirname(d), f)) as src, open(os.path.join(d, f), "w") as dst:
+                    dst.write(src.read())
+    return "/" + rel
+
+
+def _bridge(name):
+    return f"drn{short_hash()[:6]}{name[-2:]}"
+
+
+def node_config(name, index, dirs, info, token):
+    nd = p("real-nodes", name)
+    for sub in ["containerd", "runc", "cni/net.d", "certs.d/registry.k8s.io", "certs.d/_default", "cni-state"] + \
+            ["mnt" + f for f in FIXED]:
+        os.makedirs(os.path.join(nd, sub), exist_ok=True)
+    reg = info["registry"]
+    host = f'[host."http://{reg}"]\n  capabilities = ["pull", "resolve"]\n'
+    write_file(os.path.join(nd, "certs.d/registry.k8s.io/hosts.toml"), f'server = "https://registry.k8s.io"\n\n{host}')
+    write_file(os.path.join(nd, "certs.d/_default/hosts.toml"), host)
+    sock = os.path.join(nd, "containerd", "containerd.sock")
+    cri = 'plugins."io.containerd.cri.v1'
+    write_file(os.path.join(nd, "containerd.toml"), f"""version = 3
+root = "{nd}/containerd/root"
+state = "{nd}/containerd/state"
+temp = "{nd}/containerd/tmp"
+
+[grpc]
+  address = "{sock}"
+[ttrpc]
+  address = "{sock}.ttrpc"
+
+[{cri}.images"]
+  snapshotter = "overlayfs"
+  [{cri}.images".pinned_images]
+    sandbox = "{PAUSE_IMAGE}"
+  [{cri}.images".registry]
+    config_path = "{nd}/certs.d"
+
+[{cri}.runtime"]
+  restrict_oom_score_adj = true
+  [{cri}.runtime".containerd]
+    default_runtime_name = "runc"
+    [{cri}.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [{cri}.runtime".containerd.runtimes.runc.options]
+        BinaryName = "{dirs['runc']}/runc"
+        SystemdCgroup = false
+        Root = "{nd}/runc"
+  [{cri}.runtime".cni]
+    bin_dirs = ["{dirs['cni']}"]
+    conf_dir = "{nd}/cni/net.d"
+""")
+    second = ipaddress.ip_network(info["node_cidr"]).network_address + (250 + index) * 256
+    subnet = ipaddress.ip_network(f"{second}/24")
+    write_file(os.path.join(nd, "cni/net.d/10-bridge.conflist"), json.dumps({
+        "cniVersion": "1.0.0", "name": f"dracpu-{name}",
+        "plugins": [{"type": "bridge", "bridge": _bridge(name), "isGateway": True, "ipMasq": False,
+                     "ipam": {"type": "host-local", "dataDir": os.path.join(nd, "cni-state"),
+                              "ranges": [[{"subnet": str(subnet)}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+                    {"type": "loopback"}]}, indent=1))
+    port, healthz = free_port(), free_port()
+    write_file(os.path.join(nd, "kubelet.yaml"), yaml.safe_dump({
+        "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+        "address": info["host_ip"], "port": port, "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1", "healthzPort": healthz,
+        "cgroupDriver": "cgroupfs", "cgroupRoot": _make_cgroups(name), "failCgroupV1": False, "failSwapOn": False,
+        "containerRuntimeEndpoint": f"unix://{sock}", "makeIPTablesUtilChains": False,
+        "cpuManagerPolicy": "none", "podCIDR": str(subnet),
+        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
+                           "x509": {"clientCAFile": p("pki", "ca.crt")}},
+        "authorization": {"mode": "Webhook"},
+        "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%",
+                         "nodefs.inodesFree": "1%"},
+        "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+        "registerWithTaints": [TAINT], "resolvConf": "/etc/resolv.conf",
+    }, sort_keys=False))
+    write_file(os.path.join(nd, "kubeconfig"), kubeconfig(info["apiserver"], token, f"system:node:{name}"), 0o600)
+    mounts = "".join(f"mount --bind {nd}/mnt{f} {f}\n" for f in FIXED)
+    path = ":".join([dirs["containerd"], dirs["runc"], "/usr/local/sbin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+    logs = p("logs")
+    write_file(os.path.join(nd, "run.sh"), f"""#!/bin/bash
+# runs inside `unshare -m -u --propagation private`: this node's mount and UTS namespaces; exits
+# (stopping the other) when containerd or the kubelet exits, so `cluster.py status` sees it
+set -eu
+export PATH={path}
+mount --make-rshared /
+hostname {name}
+{mounts}cpid= kpid=
+trap 'kill -TERM $cpid $kpid 2>/dev/null; wait; exit 143' TERM INT
+containerd --config {nd}/containerd.toml >>{logs}/real-{name}-containerd.log 2>&1 &
+cpid=$!
+i=0; while [ ! -S {sock} ]; do i=$((i+1)); [ $i -lt 300 ] || exit 1; sleep 0.1; done
+{dirs['kubelet']}/kubelet --config={nd}/kubelet.yaml --kubeconfig={nd}/kubeconfig --root-dir=/var/lib/kubelet \\
+  --hostname-override={name} --node-ip={info['host_ip']} --v=1 >>{logs}/real-{name}-kubelet.log 2>&1 &
+kpid=$!
+rc=0; wait -n || rc=$?
+kill -TERM $cpid $kpid 2>/dev/null || true
+wait || true
+exit $rc
+""", 0o755)
+    return {"name": name, "dir": nd, "port": port, "subnet": str(subnet), "bridge": _bridge(name)}
+
+
+def _read_sysctls():
+    out = {}
+    for s in SYSCTLS:
+        try:
+            with open("/proc/sys/" + s) as f:
+                out[s] = f.read().strip()
+        except OSError:
+            pass
+    return out
+
+
+def _host_state(join):
+    """Host-wide changes shared by every state dir running real nodes (HOST_STATE, under a lock):
+    the first one in records the sysctls and creates the missing bind-mount targets, the last one
+    out restores and removes them (a state dir whose real-nodes.json is gone no longer counts)."""
+    problems = []
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, "real-nodes.lock"), "w") as lk:   # machine-wide (the cache is)
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        hs = read_json(HOST_STATE) or {"sysctls": _read_sysctls(),
+                                       "created": [f for f in FIXED if not os.path.lexists(f)], "users": []}
+        hs["users"] = [u for u in hs["users"] if u != STATE and os.path.exists(os.path.join(u, "real-nodes.json"))]
+        if join:
+            hs["users"].append(STATE)
+            for f in hs["created"]:
+                os.makedirs(f, exist_ok=True)
+        if hs["users"]:
+            write_file(HOST_STATE, json.dumps(hs, indent=1))
+        else:
+            for k, v in hs["sysctls"].items():
+                try:
+                    with open("/proc/sys/" + k, "w") as f:
+                        f.write(v)
+                except OSError as e:
+                    problems.append(f"sysctl {k}={v}: {e}")
+            for f in hs["created"]:
+                try:
+                    os.rmdir(f)
+                except OSError:
+                    pass
+            try:
+                os.unlink(HOST_STATE)
+            except OSError:
+                pass
+    return problems
+
+
+def start_real_nodes(info, settings, tokens):
+    """Starts every node of CLUSTER_REAL_NODES; returns the component names (real-<name>)."""
+    names = node_names(settings)
+    if not names:
+        return []
+    dirs = binaries(info["k8s_version"])
+    t0 = time.monotonic()
+    ref = push_pause(dirs, info["registry"])
+    log(f"pause image pushed as {ref} (served as {PAUSE_IMAGE} through the mirror)")
+    state = read_json(p("real-nodes.json")) or {"nodes": {}}
+    write_file(p("real-nodes.json"), json.dumps(state, indent=1))
+    _host_state(join=True)
+    comps = []
+    for i, name in enumerate(names):
+        node = node_config(name, i, dirs, info, tokens[name])
+        comp = f"real-{name}"
+        spawn(comp, ["unshare", "-m", "-u", "--propagation", "private", "bash", os.path.join(node["dir"], "run.sh")])
+        pid = pidinfo(comp)["pid"]
+        time.sleep(0.2)
+        try:
+            node["mntns"] = os.readlink(f"/proc/{pid}/ns/mnt")
+        except OSError:
+            node["mntns"] = None
+        state["nodes"][name] = node
+        write_file(p("real-nodes.json"), json.dumps(state, indent=1))
+        comps.append(comp)
+    for name in names:
+        wait_for(f"real node {name} Ready", lambda: _node_ready(info, name), 120, interval=0.5, proc=f"real-{name}")
+    log(f"{len(names)} real node(s) Ready in {time.monotonic() - t0:.1f}s: {' '.join(names)}")
+    return comps
+
+
+def _node_ready(info, name):
+    _, body = http_get(f"{info['apiserver']}/api/v1/nodes/{name}", token=info["token"], cafile=p("pki", "ca.crt"))
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in json.loads(body)["status"]["conditions"])
+
+
+def _pids_in_mntns(ns):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.readlink(f"/proc/{d}/ns/mnt") == ns:
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def _cgroup_pids(top):
+    pids = []
+    for root, _dirs, files in os.walk(top):
+        if "cgroup.procs" in files:
+            try:
+                with open(os.path.join(root, "cgroup.procs")) as f:
+                    pids += [int(x) for x in f.read().split()]
+            except OSError:
+                pass
+    return pids
+
+
+def _rmdir_tree(top):
+    for root, dirs, _files in os.walk(top, topdown=False):
+        for d in dirs:
+            try:
+                os.rmdir(os.path.join(root, d))
+            except OSError:
+                pass
+    try:
+        os.rmdir(top)
+    except OSError:
+        pass
+
+
+def stop_real_nodes():
+    """Stops every real node of this state dir and removes what they left behind (safe twice)."""
+    state = read_json(p("real-nodes.json"))
+    if not state:
+        return
+    problems = []
+    for name, node in state.get("nodes", {}).items():
+        kill_group(f"real-{name}", grace=5.0)
+        _, cgs = _cgroup_dirs(name)
+        def node_pids(node=node, cgs=cgs):
+            pids = set(_pids_in_mntns(node["mntns"]) if node.get("mntns") else [])
+            for cg in cgs:
+                pids |= set(_cgroup_pids(cg))
+            return pids - {os.getpid()}
+        left = kill_until_gone(node_pids, rounds=50, pause=0.1)
+        if left:
+            problems.append(f"{name}: processes left {sorted(left)}")
+        run(["ip", "link", "del", node["bridge"]], check=False)
+        for cg in cgs:
+            for _ in range(20):
+                _rmdir_tree(cg)
+                if not os.path.exists(cg):
+                    break
+                time.sleep(0.1)
+            else:
+                problems.append(f"{name}: cgroup {cg} still present")
+    os.unlink(p("real-nodes.json"))
+    problems += _host_state(join=False)
+    for pr in problems:
+        log(f"WARNING: real node teardown: {pr}")
+
+
+def real_nodes_alive():
+    state = read_json(p("real-nodes.json")) or {}
+    return [n for n in state.get("nodes", {}) if proc_alive(f"real-{n}")]

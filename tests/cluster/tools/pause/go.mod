@@ -1,0 +1,3 @@
+module kubevirtci.io/dra-cpu/tests/cluster/tools/pause
+
+go 1.26.0

@@ -1,0 +1,150 @@
+"""A real node (containerd 2.4.2 + the cluster's kubelet) next to the simulated ones: CLUSTER_REAL_NODES=1.
+
+The node registers and becomes Ready from a real kubelet (its /configz through the API server's
+node proxy, nodeInfo from the CRI), a hostNetwork pod and a bridge-network pod run with the
+harness-built pause image pulled through the registry mirror from the local registry, and
+`cluster.py down` leaves nothing behind: processes, mounts, the bridge and its veths, cgroup
+dirs, host sysctls. Skipped when the real-node binaries are not built (`tests/cluster/build.sh
+real-node`, about 5 minutes after the control plane's build).
+"""
+import glob
+import hashlib
+import ipaddress
+import json
+import os
+import ssl
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+CACHE = os.path.abspath(os.environ.get("CLUSTER_CACHE_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kubevirtci-dra-cpu"))
+K8S = os.environ.get("CLUSTER_K8S_VERSION", "v1.36.3")
+NEEDED = [f"kubelet/{K8S}/kubelet", "containerd/v2.4.2/containerd", "containerd/v2.4.2/containerd-shim-runc-v2",
+          "cni-plugins/v1.9.1/bridge", "cni-plugins/v1.9.1/host-local", "cni-plugins/v1.9.1/loopback",
+          "crane/v0.22.1/crane", "pause/*/pause", "runc/*/runc"]
+MISSING = [n for n in NEEDED if not glob.glob(os.path.join(CACHE, n))]
+NODE = "real01"
+TAINT_KEY = "dra-cpu.kubevirtci.io/real-node"
+HOST_STATE = "/run/dracpu-real-nodes.json"
+FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
+         "/var/log/pods", "/var/log/containers"]
+SYSCTLS = ["net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops"]
+
+pytestmark = [
+    pytest.mark.skipif(bool(MISSING), reason="real-node binaries not built (run `tests/cluster/build.sh real-node`;"
+                                             f" missing in {CACHE}: {', '.join(MISSING)})"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
+]
+
+
+def sysctls():
+    out = {}
+    for s in SYSCTLS:
+        with open("/proc/sys/" + s) as f:
+            out[s] = f.read().strip()
+    return out
+
+
+def pod(name, host_network):
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": NODE},
+            "tolerations": [{"key": TAINT_KEY, "operator": "Exists"}],
+            "hostNetwork": host_network, "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1"}],
+        },
+    }
+
+
+def wait(what, fn, timeout=120, interval=0.5):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
+    before = sysctls()
+    # another state dir with real nodes shares the host-wide state (sysctls, mount points)
+    shared = os.path.exists(HOST_STATE)
+    existed = [os.path.lexists(f) for f in FIXED]
+    c = cluster_factory("real-node", CLUSTER_REAL_NODES=1)
+    from kubernetes import client
+    core = client.CoreV1Api(c.api_client)
+    state = json.load(open(os.path.join(c.state_dir, "real-nodes.json")))
+    node_state = state["nodes"][NODE]
+    try:
+        # the node, from the real kubelet
+        node = core.read_node(NODE)
+        assert any(x.type == "Ready" and x.status == "True" for x in node.status.conditions)
+        assert node.status.node_info.container_runtime_version == "containerd://2.4.2"
+        assert node.status.node_info.kubelet_version == c.env["CLUSTER_K8S_VERSION"]
+        assert any(t.key == TAINT_KEY and t.effect == "NoExecute" for t in node.spec.taints or [])
+        req = urllib.request.Request(f"{c.env['CLUSTER_APISERVER']}/api/v1/nodes/{NODE}/proxy/configz",
+                                     headers={"Authorization": f"Bearer {c.env['CLUSTER_ADMIN_TOKEN']}"})
+        ctx = ssl.create_default_context(cafile=c.env["CLUSTER_CA_FILE"])
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+            data = json.load(r)
+        assert data["kubeletconfig"]["cpuManagerPolicy"] == "none"
+        assert data["kubeletconfig"]["cgroupDriver"] == "cgroupfs"
+
+        # pods: hostNetwork and bridge, the pause image through the mirror
+        for name, hn in (("real-hostnet", True), ("real-bridge", False)):
+            core.create_namespaced_pod("default", pod(name, hn))
+        for name in ("real-hostnet", "real-bridge"):
+            wait(f"pod {name} Running", lambda: core.read_namespaced_pod(name, "default").status.phase == "Running",
+                 timeout=90)
+        hostnet = core.read_namespaced_pod("real-hostnet", "default")
+        bridge = core.read_namespaced_pod("real-bridge", "default")
+        assert hostnet.status.pod_ip == node.status.addresses[0].address
+        assert ipaddress.ip_address(bridge.status.pod_ip) in ipaddress.ip_network(node_state["subnet"])
+        reg_log = open(os.path.join(c.state_dir, "logs", "registry.log"), errors="replace").read()
+        assert "ns=registry.k8s.io" in reg_log and "/v2/pause/manifests/" in reg_log
+        veths = subprocess.run(["ip", "-o", "link", "show", "master", node_state["bridge"]],
+                               capture_output=True, text=True).stdout
+        veths = [line.split(":")[1].strip().split("@")[0] for line in veths.splitlines()]
+        assert veths, "the bridge pod has no veth on the node's bridge"
+        with open(os.path.join(c.state_dir, "pids", f"real-{NODE}.json")) as f:
+            pids = [json.load(f)["pid"]]
+        cg = f"dracpu-{hashlib.sha256(c.state_dir.encode()).hexdigest()[:8]}-{NODE}"   # cluster_real_node
+        cgroups = glob.glob(f"/sys/fs/cgroup/*/{cg}")
+        assert cgroups and os.path.isdir(f"/sys/fs/cgroup/memory/{cg}/kubepods")
+    finally:
+        c.down()
+
+    # nothing left
+    mountinfo = open("/proc/self/mountinfo").read()
+    assert c.state_dir not in mountinfo
+    for f in FIXED[:2] + FIXED[3:]:   # /run/netns: the host's own (ip netns) mount
+        assert f" {f} " not in mountinfo, f
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}"), pid
+    left = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if c.state_dir.encode() in open(f"/proc/{d}/cmdline", "rb").read():
+                    left.append(d)
+                if node_state["mntns"] and os.readlink(f"/proc/{d}/ns/mnt") == node_state["mntns"]:
+                    left.append(d)
+            except OSError:
+                pass
+    assert not left, f"processes left: {left}"
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert node_state["bridge"] + ":" not in links
+    for v in veths:
+        assert f" {v}@" not in links and f" {v}:" not in links, v
+    assert not [g for g in cgroups if os.path.exists(g)]
+    if not shared:
+        assert sysctls() == before
+        assert not os.path.exists(HOST_STATE)
+        assert [os.path.lexists(f) for f in FIXED] == existed, "bind-mount targets created and left behind"
+    assert not os.path.exists(os.path.join(c.state_dir, "real-nodes.json"))
