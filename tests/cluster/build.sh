@@ -161,7 +161,11 @@ build_runc() { # Debian's runc, pinned (dynamically linked against libseccomp2, 
   if [ ! -x "$out/runc" ]; then
     log "unpacking Debian runc $v into $out"
     rm -rf "$out.tmp" && mkdir -p "$out.tmp" && chmod 755 "$out.tmp"
-    if ! ( cd "$out.tmp" && apt-get download -q "runc=$v" >&2 2>&1 && dpkg -x runc_*.deb root ); then
+    # a machine whose package lists were never fetched (every package of hack/setup.sh preinstalled)
+    # gets them once here
+    if ! ( cd "$out.tmp" && { apt-get download -q "runc=$v" >&2 2>&1 ||
+             { apt-get update -qq >&2 && apt-get download -q "runc=$v" >&2 2>&1; }; } &&
+           dpkg -x runc_*.deb root ); then
       echo "apt-get download runc=$v failed (apt-get update? apt-cache policy runc;" \
            "CLUSTER_RUNC_DEB_VERSION picks another)" >&2
       rm -rf "$out.tmp"; exit 2
