@@ -242,12 +242,24 @@ def test_uninstall_keeps_a_namespace_it_did_not_create(cluster):
 
 
 def test_install_right_after_the_namespace_was_deleted_waits_and_recreates_it(cluster):
+    import threading
     from kubernetes import client
     install(cluster)
     core = client.CoreV1Api(cluster.api_client)
+    # a ConfigMap with a finalizer keeps the namespace Terminating until the test lets go (25 s after
+    # the install starts, well after its preflight): on an idle machine the namespace is otherwise
+    # gone before the run reads it (a fresh-clone run saw terminating False)
+    hold = "dra-cpu.kubevirtci.io/test-hold"
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "hold", "finalizers": [hold]}})
     core.delete_namespace(NS)   # returns at once; the namespace is Terminating while its objects go
     assert core.read_namespace(NS).status.phase == "Terminating"
-    r = install(cluster)
+    release = threading.Timer(25, lambda: core.patch_namespaced_config_map(
+        "hold", NS, {"metadata": {"finalizers": None}}))
+    release.start()
+    try:
+        r = install(cluster)
+    finally:
+        release.join()
     assert r.result("Check the cluster's prerequisites")["installed"]["namespace"]["terminating"] is True
     assert not r.result("Wait until this terminating namespace is gone").get("skipped"), r
     ns = core.read_namespace(NS)
