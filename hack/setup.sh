@@ -18,6 +18,8 @@ if [ "${SETUP_SKIP_APT:-false}" != true ]; then
   [ -x /usr/bin/time ] || need+=(time)
   # ansible-test sanity's shellcheck test (scripts/install_dra_driver_cpu.sh) skips without it
   command -v shellcheck >/dev/null || need+=(shellcheck)
+  # the real nodes' kube-proxy (tests/cluster/cluster_kube_proxy.py) programs iptables (nf_tables backend)
+  command -v iptables >/dev/null || need+=(iptables)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing Debian packages: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -6,8 +6,8 @@
 #   (helm-old, not part of all: every tools/helm-v*/ pin, helms older than the cluster's that the
 #   tests use as the "too old helm on PATH"; one directory per line; `make build` builds it)
 #   (real-node, not part of all: what a real node (CLUSTER_REAL_NODES) runs: kubelet, containerd +
-#   shim + ctr, runc (Debian's, unpacked), CNI plugins, crane and the pause binary, one directory
-#   per line; `make build-real-node` builds it)
+#   shim + ctr, runc (Debian's, unpacked), CNI plugins, crane, the pause binary, kube-proxy and the
+#   project's driver (tests/cluster/driver), one directory per line; `make build-real-node` builds it)
 #
 # Knobs: CLUSTER_K8S_VERSION (v1.36.3), CLUSTER_ETCD_VERSION (from tools/etcd/go.mod),
 #        CLUSTER_RUNC_DEB_VERSION (1.1.5+ds1-1+deb12u1, Debian bookworm's runc; real-node),
@@ -120,6 +120,18 @@ build_kubelet() { # same module and version stamps as the control plane; its own
   echo "$cache/kubelet/$k8s_version"
 }
 
+build_kube_proxy() { # kube-proxy for the real nodes' in-cluster clients (the `kubernetes` Service)
+  local dir="$here/tools/kubernetes/$k8s_version"
+  [ -f "$dir/go.mod" ] || { echo "no build files for Kubernetes $k8s_version under $dir" >&2; exit 2; }
+  go_build "kube-proxy $k8s_version" "$dir" "$cache/kube-proxy/$k8s_version" "$(k8s_ldflags "$k8s_version")" \
+    k8s.io/kubernetes/cmd/kube-proxy
+  echo "$cache/kube-proxy/$k8s_version"
+}
+
+build_driver() { # the project's simulated dra-driver-cpu, a real kubelet plugin (tests/cluster/driver)
+  "$here/driver/build.sh" "$cache/driver/$(cd "$here/driver" && cat go.mod go.sum $(find . -name '*.go' | sort) | sha256sum | cut -c1-12)"
+}
+
 build_containerd() {
   local dir="$here/tools/containerd-v2.4.2" v
   v=$(mod_version github.com/containerd/containerd/v2 "$dir/go.mod")
@@ -175,8 +187,8 @@ build_runc() { # Debian's runc, pinned (dynamically linked against libseccomp2, 
   echo "$out"
 }
 
-build_real_node() { # one line per directory: kubelet containerd runc cni crane pause
-  build_kubelet; build_containerd; build_runc; build_cni; build_crane; build_pause
+build_real_node() { # one line per directory: kubelet containerd runc cni crane pause kube-proxy driver
+  build_kubelet; build_containerd; build_runc; build_cni; build_crane; build_pause; build_kube_proxy; build_driver
 }
 
 case "$what" in

@@ -143,7 +143,10 @@ def start(settings):
     spawn("kube-apiserver", [
         os.path.join(kbin, "kube-apiserver"),
         f"--etcd-servers={etcd_url}",
-        "--bind-address=127.0.0.1", f"--secure-port={ports['apiserver']}", f"--advertise-address={host_ip}",
+        # with real nodes it also answers at its advertised address (the host end of the veth): the
+        # `kubernetes` Service's endpoint, where kube-proxy sends in-cluster clients (cluster_kube_proxy.py)
+        f"--bind-address={'0.0.0.0' if node_names(settings) else '127.0.0.1'}", f"--secure-port={ports['apiserver']}",
+        f"--advertise-address={host_ip}",
         f"--tls-cert-file={pki}/apiserver.crt", f"--tls-private-key-file={pki}/apiserver.key",
         f"--client-ca-file={pki}/ca.crt", f"--token-auth-file={pki}/tokens.csv",
         "--authorization-mode=Node,RBAC", "--anonymous-auth=true",

@@ -24,18 +24,19 @@ import json
 import os
 import secrets
 import subprocess
-import tarfile
 import time
 
 import yaml
 
+from cluster_images import PAUSE_IMAGE, push_driver, push_pause
+from cluster_kube_proxy import start_kube_proxy, stop_kube_proxy
+from cluster_node_hw import SpecError, kubelet_settings, lay_out, node_spec, topology
 from cluster_pki import kubeconfig
 from cluster_processes import kill_group, kill_until_gone, pidinfo, proc_alive, spawn, wait_for
 from cluster_state import (
     BUILD_SH, CACHE, STATE, die, free_port, http_get, log, p, read_json, run, short_hash, write_file,
 )
 
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 TAINT = {"key": "dra-cpu.kubevirtci.io/real-node", "value": "true", "effect": "NoExecute"}
 CGROUP_V1 = "/sys/fs/cgroup"
 # fixed paths that collide between node pairs: each node bind-mounts its own directory over them
@@ -64,24 +65,8 @@ def binaries(k8s_version):
     r = subprocess.run([BUILD_SH, "real-node"], stdout=subprocess.PIPE, env=env, text=True)
     if r.returncode != 0:
         die(f"build.sh real-node failed (exit {r.returncode})")
-    keys = ["kubelet", "containerd", "runc", "cni", "crane", "pause"]
+    keys = ["kubelet", "containerd", "runc", "cni", "crane", "pause", "kube-proxy", "driver"]
     return dict(zip(keys, r.stdout.split()))
-
-
-def push_pause(dirs, registry):
-    """registry.k8s.io/pause:<tag> (through the mirror: <registry>/pause:<tag>) from the pause binary."""
-    ref = f"{registry}/{PAUSE_IMAGE.split('/', 1)[1]}"
-    layer = p("real-nodes", "pause-layer.tar")
-    os.makedirs(os.path.dirname(layer), exist_ok=True)
-    with tarfile.open(layer, "w", format=tarfile.USTAR_FORMAT) as t:
-        ti = t.gettarinfo(os.path.join(dirs["pause"], "pause"), arcname="pause")
-        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname, ti.mode = 0, 0, 0, "", "", 0o755
-        with open(os.path.join(dirs["pause"], "pause"), "rb") as f:
-            t.addfile(ti, f)
-    crane = os.path.join(dirs["crane"], "crane")
-    run([crane, "append", "--insecure", "-f", layer, "-t", ref])
-    run([crane, "mutate", "--insecure", "--set-platform", "linux/amd64", "--entrypoint=/pause", ref])
-    return ref
 
 
 def _cgroup_dirs(name):
@@ -93,11 +78,14 @@ def _cgroup_dirs(name):
 def _make_cgroups(name):
     rel, dirs = _cgroup_dirs(name)
     for d in dirs:
-        os.makedirs(d, exist_ok=True)
-        if os.path.basename(os.path.dirname(d)) == "cpuset":
-            for f in ("cpuset.cpus", "cpuset.mems"):     # an empty cpuset cannot take tasks
-                with open(os.path.join(os.path.dirname(d), f)) as src, open(os.path.join(d, f), "w") as dst:
-                    dst.write(src.read())
+        # <root>/kubepods too: the kubelet writes the whole (fake) CPU set into a kubepods cpuset it
+        # creates and refuses to start; one made beforehand with the real set is kept (real-nodes.md)
+        for sub in (d, os.path.join(d, "kubepods")):
+            os.makedirs(sub, exist_ok=True)
+            if os.path.basename(os.path.dirname(d)) == "cpuset":
+                for f in ("cpuset.cpus", "cpuset.mems"):     # an empty cpuset cannot take tasks
+                    with open(os.path.join(os.path.dirname(sub), f)) as src, open(os.path.join(sub, f), "w") as dst:
+                        dst.write(src.read())
     return "/" + rel
 
 
@@ -105,7 +93,15 @@ def _bridge(name):
     return f"drn{short_hash()[:6]}{name[-2:]}"
 
 
-def node_config(name, index, dirs, info, token):
+def _feature_gates(gates):
+    out = {}
+    for item in filter(None, (g.strip() for g in (gates or "").split(","))):
+        k, _, v = item.partition("=")
+        out[k.strip()] = v.strip().lower() == "true"
+    return out
+
+
+def node_config(name, index, dirs, info, token, spec):
     nd = p("real-nodes", name)
     for sub in ["containerd", "runc", "cni/net.d", "certs.d/registry.k8s.io", "certs.d/_default", "cni-state"] + \
             ["mnt" + f for f in FIXED]:
@@ -162,7 +158,7 @@ temp = "{nd}/containerd/tmp"
         "healthzBindAddress": "127.0.0.1", "healthzPort": healthz,
         "cgroupDriver": "cgroupfs", "cgroupRoot": _make_cgroups(name), "failCgroupV1": False, "failSwapOn": False,
         "containerRuntimeEndpoint": f"unix://{sock}", "makeIPTablesUtilChains": False,
-        "cpuManagerPolicy": "none", "podCIDR": str(subnet),
+        **kubelet_settings(spec), "podCIDR": str(subnet),
         "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
                            "x509": {"clientCAFile": p("pki", "ca.crt")}},
         "authorization": {"mode": "Webhook"},
@@ -170,7 +166,10 @@ temp = "{nd}/containerd/tmp"
                          "nodefs.inodesFree": "1%"},
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
         "registerWithTaints": [TAINT], "resolvConf": "/etc/resolv.conf",
+        **({"featureGates": _feature_gates(info["settings"].get("CLUSTER_FEATURE_GATES"))}
+           if info["settings"].get("CLUSTER_FEATURE_GATES") else {}),
     }, sort_keys=False))
+    topo, hw_mounts = lay_out(nd, spec)
     write_file(os.path.join(nd, "kubeconfig"), kubeconfig(info["apiserver"], token, f"system:node:{name}"), 0o600)
     mounts = "".join(f"mount --bind {nd}/mnt{f} {f}\n" for f in FIXED)
     path = ":".join([dirs["containerd"], dirs["runc"], "/usr/local/sbin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
@@ -182,7 +181,8 @@ set -eu
 export PATH={path}
 mount --make-rshared /
 hostname {name}
-{mounts}cpid= kpid=
+{mounts}# the simulated CPU hardware (cluster_node_hw.py), seen by containerd, the kubelet and its pods
+{hw_mounts}cpid= kpid=
 trap 'kill -TERM $cpid $kpid 2>/dev/null; wait; exit 143' TERM INT
 containerd --config {nd}/containerd.toml >>{logs}/real-{name}-containerd.log 2>&1 &
 cpid=$!
@@ -195,7 +195,8 @@ kill -TERM $cpid $kpid 2>/dev/null || true
 wait || true
 exit $rc
 """, 0o755)
-    return {"name": name, "dir": nd, "port": port, "subnet": str(subnet), "bridge": _bridge(name)}
+    return {"name": name, "dir": nd, "port": port, "subnet": str(subnet), "bridge": _bridge(name),
+            "cpus": len(topo.cpus), "cells": len(topo.cells)}
 
 
 def _read_sysctls():
@@ -250,16 +251,24 @@ def start_real_nodes(info, settings, tokens):
     names = node_names(settings)
     if not names:
         return []
+    try:
+        specs = {name: node_spec(settings, name) for name in names}
+        for spec in specs.values():
+            topology(spec)
+    except SpecError as e:
+        die(f"real nodes: {e}", 2)
     dirs = binaries(info["k8s_version"])
     t0 = time.monotonic()
     ref = push_pause(dirs, info["registry"])
     log(f"pause image pushed as {ref} (served as {PAUSE_IMAGE} through the mirror)")
+    log(f"driver images pushed: {' '.join(push_driver(dirs, info['registry']))}")
     state = read_json(p("real-nodes.json")) or {"nodes": {}}
+    state["kube_proxy_dir"] = dirs["kube-proxy"]
     write_file(p("real-nodes.json"), json.dumps(state, indent=1))
     _host_state(join=True)
     comps = []
     for i, name in enumerate(names):
-        node = node_config(name, i, dirs, info, tokens[name])
+        node = node_config(name, i, dirs, info, tokens[name], specs[name])
         comp = f"real-{name}"
         spawn(comp, ["unshare", "-m", "-u", "--propagation", "private", "bash", os.path.join(node["dir"], "run.sh")])
         pid = pidinfo(comp)["pid"]
@@ -273,7 +282,9 @@ def start_real_nodes(info, settings, tokens):
         comps.append(comp)
     for name in names:
         wait_for(f"real node {name} Ready", lambda: _node_ready(info, name), 120, interval=0.5, proc=f"real-{name}")
-    log(f"{len(names)} real node(s) Ready in {time.monotonic() - t0:.1f}s: {' '.join(names)}")
+    comps.append(start_kube_proxy(dirs, info, names[0]))
+    log(f"{len(names)} real node(s) Ready in {time.monotonic() - t0:.1f}s: "
+        + ", ".join(f"{n} ({state['nodes'][n]['cpus']} CPUs, {state['nodes'][n]['cells']} cells)" for n in names))
     return comps
 
 
@@ -324,7 +335,7 @@ def stop_real_nodes():
     state = read_json(p("real-nodes.json"))
     if not state:
         return
-    problems = []
+    problems = stop_kube_proxy(state.get("kube_proxy_dir"))
     for name, node in state.get("nodes", {}).items():
         kill_group(f"real-{name}", grace=5.0)
         _, cgs = _cgroup_dirs(name)

@@ -45,6 +45,7 @@ KNOBS = {
     "CLUSTER_NODE_OVERRIDES": "",
     "CLUSTER_SLICE_DELETE_DELAY": "30",
     "CLUSTER_REAL_NODES": "0",   # real containerd + kubelet nodes real01, ... (cluster_real_node.py)
+    "CLUSTER_REAL_NODE_OVERRIDES": "",   # their CPU hardware, per node (cluster_node_hw.py)
 }
 
 # Components in start order; down stops them in reverse.

@@ -4,7 +4,8 @@ The node registers and becomes Ready from a real kubelet (its /configz through t
 node proxy, nodeInfo from the CRI), a hostNetwork pod and a bridge-network pod run with the
 harness-built pause image pulled through the registry mirror from the local registry, and
 `cluster.py down` leaves nothing behind: processes, mounts, the bridge and its veths, cgroup
-dirs, host sysctls. Skipped when the real-node binaries are not built (`tests/cluster/build.sh
+dirs, host sysctls, the iptables chains of the real kube-proxy (which serves the `kubernetes`
+Service while the node runs). Skipped when the real-node binaries are not built (`tests/cluster/build.sh
 real-node`, about 5 minutes after the control plane's build).
 """
 import glob
@@ -24,7 +25,7 @@ CACHE = os.path.abspath(os.environ.get("CLUSTER_CACHE_DIR") or os.path.join(
 K8S = os.environ.get("CLUSTER_K8S_VERSION", "v1.36.3")
 NEEDED = [f"kubelet/{K8S}/kubelet", "containerd/v2.4.2/containerd", "containerd/v2.4.2/containerd-shim-runc-v2",
           "cni-plugins/v1.9.1/bridge", "cni-plugins/v1.9.1/host-local", "cni-plugins/v1.9.1/loopback",
-          "crane/v0.22.1/crane", "pause/*/pause", "runc/*/runc"]
+          "crane/v0.22.1/crane", "pause/*/pause", "runc/*/runc", f"kube-proxy/{K8S}/kube-proxy", "driver/*/dracpu"]
 MISSING = [n for n in NEEDED if not glob.glob(os.path.join(CACHE, n))]
 NODE = "real01"
 TAINT_KEY = "dra-cpu.kubevirtci.io/real-node"
@@ -45,6 +46,15 @@ def sysctls():
     for s in SYSCTLS:
         with open("/proc/sys/" + s) as f:
             out[s] = f.read().strip()
+    return out
+
+
+def kube_chains():
+    """The KUBE-* chains of every iptables table (kube-proxy's and the kubelet's)."""
+    out = {}
+    for binary in ("iptables-save", "ip6tables-save"):
+        text = subprocess.run([binary], capture_output=True, text=True).stdout
+        out[binary] = sorted(line.split()[0] for line in text.splitlines() if line.startswith(":KUBE-"))
     return out
 
 
@@ -73,6 +83,7 @@ def wait(what, fn, timeout=120, interval=0.5):
 
 def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
     before = sysctls()
+    chains_before = kube_chains()
     # another state dir with real nodes shares the host-wide state (sysctls, mount points)
     shared = os.path.exists(HOST_STATE)
     existed = [os.path.lexists(f) for f in FIXED]
@@ -117,6 +128,9 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
         cg = f"dracpu-{hashlib.sha256(c.state_dir.encode()).hexdigest()[:8]}-{NODE}"   # cluster_real_node
         cgroups = glob.glob(f"/sys/fs/cgroup/*/{cg}")
         assert cgroups and os.path.isdir(f"/sys/fs/cgroup/memory/{cg}/kubepods")
+        # the real kube-proxy serves the kubernetes Service for in-cluster clients on the real nodes
+        nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
+        assert "default/kubernetes:https" in nat and "10.96.0.1/32" in nat, nat[-1500:]
     finally:
         c.down()
 
@@ -143,6 +157,7 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
     for v in veths:
         assert f" {v}@" not in links and f" {v}:" not in links, v
     assert not [g for g in cgroups if os.path.exists(g)]
+    assert kube_chains() == chains_before, "iptables chains left by kube-proxy or the kubelet"
     if not shared:
         assert sysctls() == before
         assert not os.path.exists(HOST_STATE)

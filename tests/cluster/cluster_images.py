@@ -1,0 +1,64 @@
+"""Images the real nodes pull, built from the project's own sources and pushed to the local registry.
+
+Owns: the pause image (registry.k8s.io/pause:<tag> through the mirror) and the driver images, the
+project's simulated dra-driver-cpu (tests/cluster/driver, a real kubelet plugin), under every name
+the fixture charts use by default, so unmodified charts pull them through containerd's mirror:
+  registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0 (and :v0.2.0)            -> chart 0.3.0's default
+  us-central1-docker.pkg.dev/k8s-staging-images/dra-driver-cpu/dra-driver-cpu:v0.2.0 -> chart 0.2.0's default
+A mirror request keeps the repository path and drops the registry host (`?ns=<host>`), so each is
+pushed as <registry>/<path>:<tag>. Each image is one layer with one file, /dracpu, no entrypoint
+(the charts' args start with /dracpu), and two environment variables: DRACPU_FLAVOR (v0.2 or main:
+which release's flags and config the driver accepts) and HOST_ROOT (where the driver reads the
+node's fake sysfs, inside the kubelet plugins directory every chart mounts; cluster_node_hw.py).
+Must not: build binaries (build.sh) or touch the nodes.
+"""
+import os
+import tarfile
+
+from cluster_state import p, run
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+# the same image under the role's default dra_cpu_verify_image (playbooks/verify.yml's test pod)
+PAUSE_TAGS = ["3.10.1", "3.10"]
+HOST_ROOT = "/var/lib/kubelet/plugins/dracpu-host"
+DRIVER_IMAGES = [   # (repository path behind the mirror, tag, flavour)
+    ("dra-driver-cpu/dra-driver-cpu", "v0.3.0", "main"),
+    ("dra-driver-cpu/dra-driver-cpu", "v0.2.0", "v0.2"),
+    ("k8s-staging-images/dra-driver-cpu/dra-driver-cpu", "v0.2.0", "v0.2"),
+]
+
+
+def _one_file_layer(src, arcname, layer):
+    os.makedirs(os.path.dirname(layer), exist_ok=True)
+    with tarfile.open(layer, "w", format=tarfile.USTAR_FORMAT) as t:
+        ti = t.gettarinfo(src, arcname=arcname)
+        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname, ti.mode = 0, 0, 0, "", "", 0o755
+        with open(src, "rb") as f:
+            t.addfile(ti, f)
+    return layer
+
+
+def _push(crane, layer, ref, *mutate):
+    run([crane, "append", "--insecure", "-f", layer, "-t", ref])
+    run([crane, "mutate", "--insecure", "--set-platform", "linux/amd64", *mutate, ref])
+
+
+def push_pause(dirs, registry):
+    """registry.k8s.io/pause:<tag> for each PAUSE_TAGS (through the mirror: <registry>/pause:<tag>)."""
+    layer = _one_file_layer(os.path.join(dirs["pause"], "pause"), "pause", p("real-nodes", "pause-layer.tar"))
+    refs = [f"{registry}/pause:{tag}" for tag in PAUSE_TAGS]
+    for ref in refs:
+        _push(os.path.join(dirs["crane"], "crane"), layer, ref, "--entrypoint=/pause")
+    return " ".join(refs)
+
+
+def push_driver(dirs, registry):
+    """The driver image under each DRIVER_IMAGES name; returns the references pushed."""
+    layer = _one_file_layer(os.path.join(dirs["driver"], "dracpu"), "dracpu", p("real-nodes", "driver-layer.tar"))
+    crane = os.path.join(dirs["crane"], "crane")
+    refs = []
+    for path, tag, flavor in DRIVER_IMAGES:
+        ref = f"{registry}/{path}:{tag}"
+        _push(crane, layer, ref, f"--env=DRACPU_FLAVOR={flavor}", f"--env=HOST_ROOT={HOST_ROOT}")
+        refs.append(ref)
+    return refs

@@ -1,0 +1,105 @@
+"""A real node's simulated CPU hardware: the one part of a real node these machines cannot have.
+
+Owns, per real node (CLUSTER_REAL_NODES):
+- its spec: KUBEVIRT_NUM_VCPU / KUBEVIRT_NUM_NUMA_NODES, overridden per node by the JSON knob
+  CLUSTER_REAL_NODE_OVERRIDES (`{"real01": {"cpus": 16, "numa_nodes": 1, ...}}`, keys SPEC_KEYS;
+  the simulated nodes' CLUSTER_NODE_OVERRIDES refuses names it does not know), numbered as the
+  simulator numbers CPUs (sim/sim_topology.py);
+- the fake sysfs tree, <node>/mnt/var/lib/kubelet/plugins/dracpu-host/sys/devices/system/{cpu,node}
+  (fake_sysfs.py writes it): inside the node's mount namespace that directory is
+  /var/lib/kubelet/plugins/dracpu-host, under the kubelet plugins directory every chart version
+  mounts into the driver container, so the driver reads it as upstream reads $HOST_ROOT/sys
+  (the image sets HOST_ROOT, cluster_images.py); and a fake /proc/cpuinfo beside it;
+- the shell lines (run.sh, after the node's own bind mounts) that bind-mount the tree over
+  /sys/devices/system/{cpu,node} and the file over /proc/cpuinfo in that mount namespace only, so the
+  real kubelet (cAdvisor) reports capacity.cpu = the node's CPUs and its NUMA cells too;
+- the kubelet settings the spec decides (cpuManagerPolicy; reserved CPUs for `static`).
+Facts: ../shared/reference/real-nodes.md ("A node that looks like the test topology").
+Must not: start processes, or touch anything outside the node's directory.
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "sim"))
+
+import sim_topology  # noqa: E402
+from fake_sysfs import cpuinfo, write_tree  # noqa: E402
+
+from cluster_images import HOST_ROOT  # noqa: E402
+
+SPEC_KEYS = {"cpus", "numa_nodes", "cells", "sockets", "threads_per_core", "smt_control", "cpu_manager_policy"}
+POLICIES = {"none", "static"}
+
+
+class SpecError(ValueError):
+    pass
+
+
+def node_spec(settings, name):
+    """The spec of real node `name`: the cluster's CPU knobs, then its CLUSTER_REAL_NODE_OVERRIDES entry."""
+    raw = settings.get("CLUSTER_REAL_NODE_OVERRIDES") or "{}"
+    try:
+        overrides = json.loads(raw)
+    except ValueError as e:
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES is not JSON ({e}): {raw!r}") from None
+    if not isinstance(overrides, dict):
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES must be a JSON object, got {raw!r}")
+    ov = overrides.get(name) or {}
+    bad = sorted(set(ov) - SPEC_KEYS)
+    if bad:
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: unknown key(s) {', '.join(bad)}; "
+                        f"known: {', '.join(sorted(SPEC_KEYS))}")
+    spec = {"cpus": int(settings.get("KUBEVIRT_NUM_VCPU") or 12),
+            "numa_nodes": int(settings.get("KUBEVIRT_NUM_NUMA_NODES") or 2),
+            "cells": None, "sockets": 1, "threads_per_core": 1, "smt_control": None,
+            "cpu_manager_policy": "none"}
+    spec.update(ov)
+    if spec["cells"]:
+        spec["cpus"] = None if "cpus" not in ov else spec["cpus"]
+    if spec["cpu_manager_policy"] not in POLICIES:
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: cpu_manager_policy "
+                        f"{spec['cpu_manager_policy']!r} is not one of {', '.join(sorted(POLICIES))}")
+    if spec["smt_control"] is None:
+        spec["smt_control"] = "on" if int(spec["threads_per_core"]) > 1 else "notsupported"
+    return spec
+
+
+def topology(spec):
+    try:
+        return sim_topology.build_topology(
+            cpus=spec["cpus"], numa_nodes=spec["numa_nodes"], sockets=spec["sockets"],
+            threads_per_core=spec["threads_per_core"], cells=spec["cells"], smt_control=spec["smt_control"])
+    except sim_topology.SpecError as e:
+        raise SpecError(str(e)) from None
+
+
+def _mem_total_kib():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1])
+    return 4 * 1024 * 1024
+
+
+def lay_out(node_dir, spec):
+    """Writes the node's fake sysfs tree and cpuinfo; returns (topology, the run.sh mount lines)."""
+    topo = topology(spec)
+    root = os.path.join(node_dir, "mnt/var/lib/kubelet", os.path.relpath(HOST_ROOT, "/var/lib/kubelet"))
+    write_tree(root, topo, spec["smt_control"], _mem_total_kib())
+    with open("/proc/cpuinfo") as f:
+        real = f.read()
+    info = os.path.join(node_dir, "cpuinfo")
+    with open(info, "w") as f:
+        f.write(cpuinfo(topo, real))
+    lines = "".join(f"mount --bind {HOST_ROOT}/sys/devices/system/{d} /sys/devices/system/{d}\n"
+                    for d in ("cpu", "node"))
+    return topo, lines + f"mount --bind {info} /proc/cpuinfo\n"
+
+
+def kubelet_settings(spec):
+    """KubeletConfiguration keys decided by the spec: a static node reserves CPU 0 (the static policy needs one)."""
+    if spec["cpu_manager_policy"] == "static":
+        return {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
+    return {"cpuManagerPolicy": "none"}

@@ -1,0 +1,140 @@
+// Command dracpu is the test cluster's simulated dra-driver-cpu: a real kubelet plugin that
+// publishes the devices upstream would publish for the node's (fake) sysfs and prepares claims
+// with CDI specs. It owns the process: flags and config (exit 2 on a flag error, 1 on a config
+// error, as upstream), logging, /healthz (503 until Start returned), the client, the node name
+// and the signal handling. Mirrors upstream cmd/dracpu/app.go main/run (v0.2.0 and main).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	nodeutil "k8s.io/component-helpers/node/util"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+
+	"kubevirtci.io/dra-cpu/testdriver/internal/config"
+	"kubevirtci.io/dra-cpu/testdriver/internal/devices"
+	"kubevirtci.io/dra-cpu/testdriver/internal/plugin"
+	"kubevirtci.io/dra-cpu/testdriver/internal/topology"
+)
+
+var ready atomic.Bool
+
+func main() {
+	flavor, err := config.FlavorFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	p, err := config.Parse(flavor, os.Args[1:], os.Stderr)
+	if err != nil {
+		if config.IsHelp(err) {
+			os.Exit(0)
+		}
+		os.Exit(2) // flag.ExitOnError: the flag package printed the error and the usage
+	}
+	logger := textlogger.NewLogger(p.Logging)
+	klog.SetLoggerWithOptions(logger, klog.ContextualLogger(true))
+	cfg, err := p.Resolve()
+	if err != nil {
+		logger.Error(err, "failed to load configuration")
+		klog.Flush()
+		os.Exit(1)
+	}
+	if err := run(logger, flavor, cfg); err != nil {
+		logger.Error(err, "failed to run")
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+func run(logger klog.Logger, flavor string, cfg config.Config) error {
+	logger.Info("dracpu test driver (tests/cluster/driver, not the upstream binary)", "flavor", flavor)
+	logger.Info("configuration successfully loaded", "configuration", cfg.Dump())
+	opts, err := devices.OptionsFrom(cfg, flavor)
+	if err != nil {
+		return err
+	}
+	sfs, err := topology.WithOverlay(topology.Host(), cfg.SysFSOverlay)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if ready.Load() {
+			w.WriteHeader(http.StatusOK)
+		} else {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	server := &http.Server{Addr: cfg.BindAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	go func() {
+		if err := server.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+			logger.Error(err, "HTTP server failed")
+		}
+	}()
+
+	var restConfig *rest.Config
+	if cfg.Kubeconfig != "" {
+		restConfig, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	} else {
+		restConfig, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return fmt.Errorf("can not create client-go configuration: %w", err)
+	}
+	restConfig.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	restConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("can not create client-go client: %w", err)
+	}
+	nodeName, err := nodeutil.GetHostname(cfg.HostnameOverride)
+	if err != nil {
+		return fmt.Errorf("can not obtain the node name, use the hostname-override flag if you want to set it to a specific value: %w", err)
+	}
+
+	ctx := klog.NewContext(context.Background(), logger.WithValues("driver", plugin.DriverName))
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	topo, err := topology.Read(logger, sfs)
+	if err != nil {
+		return fmt.Errorf("driver failed to initialize: %w", err)
+	}
+	logger.Info("CPU topology", "hostRoot", os.Getenv("HOST_ROOT"), "topology", topo.Summary())
+	set := devices.Build(topo, opts)
+	for _, d := range set.Devices {
+		logger.V(2).Info("device", "name", d.Name, "cpus", set.CPUs[d.Name].String())
+	}
+	drv := plugin.New(client, nodeName, cfg, flavor, set)
+	if err := drv.Start(ctx); err != nil {
+		drv.Stop()
+		return fmt.Errorf("driver failed to start: %w", err)
+	}
+	defer drv.Stop()
+	ready.Store(true)
+	logger.Info("driver started", "node", nodeName)
+
+	<-ctx.Done()
+	stop()
+	logger.Info("exiting", "reason", "received signal")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("HTTP server shutdown error: %w", err)
+	}
+	return nil
+}

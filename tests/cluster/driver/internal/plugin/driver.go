@@ -1,0 +1,178 @@
+// Package plugin owns the kubelet plugin: start, registration wait, publication and the
+// DRAPlugin callbacks (prepare.go), built on k8s.io/dynamic-resource-allocation kubeletplugin.
+//
+// Mirrors upstream pkg/driver/driver.go (New, Start, registrarDir, pluginDataDir,
+// checkSocketPathFits, waitForRegistration, Stop), dra_hooks.go PublishResources and HandleError.
+// Not ported: NRI (no connection to /var/run/nri/nri.sock), device health, device metadata,
+// metrics.
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/klog/v2"
+
+	"kubevirtci.io/dra-cpu/testdriver/internal/config"
+	"kubevirtci.io/dra-cpu/testdriver/internal/devices"
+)
+
+const (
+	DriverName               = "dra.cpu"
+	registrationPollInterval = time.Second
+	registrationTimeout      = 30 * time.Second
+	unixPathMax              = 107
+)
+
+// Driver is the running plugin.
+type Driver struct {
+	driverName, nodeName, flavor, mode string
+	kubeletRootDir, dataDir, cdiDir    string
+	set                                devices.Set
+	client                             kubernetes.Interface
+	helper                             *kubeletplugin.Helper
+
+	mu     sync.Mutex
+	claims map[types.UID]preparedClaim
+}
+
+// New prepares the driver (no listener yet); set holds the devices built from the topology.
+func New(client kubernetes.Interface, nodeName string, cfg config.Config, flavor string, set devices.Set) *Driver {
+	return &Driver{driverName: DriverName, nodeName: nodeName, flavor: flavor, mode: cfg.CPUDeviceMode,
+		kubeletRootDir: cfg.KubeletRootDir, dataDir: PluginDataDir(cfg.KubeletRootDir, DriverName),
+		cdiDir: CDISpecDir, set: set, client: client, claims: map[types.UID]preparedClaim{}}
+}
+
+// RegistrarDir is <kubelet-root>/plugins_registry.
+func RegistrarDir(root string) string { return filepath.Join(root, "plugins_registry") }
+
+// PluginDataDir is <kubelet-root>/plugins/<driver> (the DRA socket dra.sock lives there).
+func PluginDataDir(root, driver string) string { return filepath.Join(root, "plugins", driver) }
+
+func checkSocketPathFits(root, driver string) error {
+	socket := filepath.Join(RegistrarDir(root), driver+"-reg.sock")
+	if len(socket) > unixPathMax {
+		return fmt.Errorf("kubelet registrar socket path %q is %d bytes, over the %d-byte limit for a Unix socket path: kubeletRootDir has %d bytes to spend and is using %d",
+			socket, len(socket), unixPathMax, unixPathMax-(len(socket)-len(root)), len(root))
+	}
+	return nil
+}
+
+// Start registers the plugin with the kubelet, waits for the registration and starts publishing.
+func (d *Driver) Start(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	if d.flavor == config.FlavorMain {
+		if err := checkSocketPathFits(d.kubeletRootDir, d.driverName); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(d.dataDir, 0o750); err != nil {
+		return fmt.Errorf("failed to create plugin path %s: %w", d.dataDir, err)
+	}
+	claims, err := loadCheckpoint(d.dataDir)
+	if err != nil {
+		return err
+	}
+	d.claims = claims
+	logger.Info("Initialized CDI manager", "driverName", d.driverName, "cdiDir", d.cdiDir, "preparedClaims", len(claims))
+	helper, err := kubeletplugin.Start(ctx, d,
+		kubeletplugin.DriverName(d.driverName),
+		kubeletplugin.NodeName(d.nodeName),
+		kubeletplugin.KubeClient(d.client),
+		kubeletplugin.RegistrarDirectoryPath(RegistrarDir(d.kubeletRootDir)),
+		kubeletplugin.PluginDataDirectoryPath(d.dataDir),
+	)
+	if err != nil {
+		return fmt.Errorf("start kubelet plugin: %w", err)
+	}
+	d.helper = helper
+	if err := d.waitForRegistration(ctx); err != nil {
+		return err
+	}
+	logger.Info("NRI is not implemented by this test driver: containers are not pinned")
+	go d.PublishResources(ctx)
+	return nil
+}
+
+// waitForRegistration is upstream's: poll RegistrationStatus every second for 30 s; on timeout
+// name the last rejection, or that the kubelet never answered (v0.2: the bare wait error).
+func (d *Driver) waitForRegistration(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	var last string
+	saw := false
+	err := wait.PollUntilContextTimeout(ctx, registrationPollInterval, registrationTimeout, true, func(context.Context) (bool, error) {
+		st := d.helper.RegistrationStatus()
+		if st == nil {
+			return false, nil
+		}
+		saw = true
+		if st.Error != "" && st.Error != last {
+			if last != "" {
+				logger.Info("kubelet gave a new reason for refusing the plugin", "previous", last, "current", st.Error)
+			}
+			last = st.Error
+		}
+		return st.PluginRegistered, nil
+	})
+	if err == nil || d.flavor != config.FlavorMain || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	switch {
+	case last != "":
+		return fmt.Errorf("kubelet did not register the plugin, last rejection was %q: %w", last, err)
+	case saw:
+		return fmt.Errorf("kubelet did not register the plugin and reported no reason: %w", err)
+	default:
+		return fmt.Errorf("kubelet never reported a registration status, check that it watches %s: %w", RegistrarDir(d.kubeletRootDir), err)
+	}
+}
+
+// PublishResources publishes one pool named after the node; with no device chunks (every CPU
+// reserved, not machine mode) it returns before calling the helper, as upstream does.
+func (d *Driver) PublishResources(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	logger.V(4).Info("begin: publishing resources")
+	defer logger.V(4).Info("end: publishing resources")
+	if d.set.Chunks == nil {
+		logger.Info("no devices to publish or error occurred")
+		return
+	}
+	slices := make([]resourceslice.Slice, 0, len(d.set.Chunks))
+	for _, c := range d.set.Chunks {
+		slices = append(slices, resourceslice.Slice{Devices: c})
+	}
+	res := resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{d.nodeName: {Slices: slices}}}
+	logger.Info("publishing resources", "pool", d.nodeName, "devices", len(d.set.Devices), "slices", len(slices))
+	if err := d.helper.PublishResources(ctx, res); err != nil {
+		logger.Error(err, "error publishing resources")
+	}
+}
+
+// HandleError implements kubeletplugin.DRAPlugin: log; exit on an unrecoverable error.
+func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
+	runtime.HandleErrorWithContext(ctx, err, msg)
+	if !errors.Is(err, kubeletplugin.ErrRecoverable) {
+		klog.FromContext(ctx).Error(err, "fatal unrecoverable error in DRA driver, exiting",
+			"driver", d.driverName, "node", d.nodeName, "message", msg)
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+// Stop stops the kubelet plugin helper.
+func (d *Driver) Stop() {
+	if d.helper != nil {
+		d.helper.Stop()
+	}
+}

@@ -1,0 +1,201 @@
+"""The driver as a real kubelet plugin on a real node: CLUSTER_REAL_NODES=1 next to one simulated node.
+
+real01 is a real kubelet + containerd whose CPU hardware is a fake sysfs tree (12 CPUs, NUMA 0 =
+0-5, NUMA 1 = 6-11, cluster_node_hw.py). The chart's DaemonSet runs the project's driver image there
+(tests/cluster/driver, built on k8s.io/dynamic-resource-allocation like upstream), pulled through
+containerd's mirror under the chart's own default image name. What is asserted is upstream's
+behaviour (../shared/reference/dra-driver-cpu.md), read from the real API:
+- the kubelet reports the topology (capacity.cpu 12), as on a real 12-CPU node;
+- the pod turns Ready only after the kubelet registered the plugin (upstream's Start), and the
+  slices are upstream's example for this node ("Example: node-a, 12 CPUs ... reserved 0-1"):
+  cpudevnuma000 capacity 4, cpudevnuma001 capacity 6, pool named after the node, generation 1,
+  owned by the Node; the role's report gives those numbers for real01;
+- a Guaranteed pod with a claim starts on the real kubelet: the claim is prepared by the driver
+  (NodePrepareResources), the container gets DRA_CPUSET_<claim uid> through CDI from containerd,
+  and deleting the pod unprepares it (the CDI spec goes).
+Skipped when the real-node binaries are not built (`tests/cluster/build.sh real-node`).
+"""
+import glob
+import json
+import os
+
+import pytest
+
+from ansible_run import run_playbook
+from test_real_node import MISSING, NODE, TAINT_KEY, wait
+
+pytestmark = [
+    pytest.mark.skipif(bool(MISSING), reason=f"real-node binaries not built: {', '.join(MISSING)}"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
+    pytest.mark.timeout(900),
+]
+
+# the chart's default tolerates NoSchedule taints only; the real node carries a NoExecute one
+EVERY_NODE = {"dra_cpu_chart_values": {"tolerations": [{"operator": "Exists"}]}}
+
+
+@pytest.fixture(scope="module")
+def mixed(cluster_factory):
+    return cluster_factory("real-driver", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
+
+
+@pytest.fixture(scope="module")
+def installed(mixed):
+    r = run_playbook(mixed, "install", extra_vars=EVERY_NODE)
+    assert r.rc == 0, r
+    return r
+
+
+def apis(c):
+    from kubernetes import client
+    return client.CoreV1Api(c.api_client), client.CustomObjectsApi(c.api_client)
+
+
+def real_slices(c):
+    _, custom = apis(c)
+    return custom.list_cluster_custom_object(
+        "resource.k8s.io", "v1", "resourceslices",
+        field_selector=f"spec.driver=dra.cpu,spec.nodeName={NODE}")["items"]
+
+
+def node_dir(c):
+    return json.load(open(os.path.join(c.state_dir, "real-nodes.json")))["nodes"][NODE]["dir"]
+
+
+def test_the_real_kubelet_sees_the_fake_topology(mixed):
+    core, _ = apis(mixed)
+    node = core.read_node(NODE)
+    assert node.status.capacity["cpu"] == "12", node.status.capacity
+    assert node.status.node_info.container_runtime_version == "containerd://2.4.2"
+
+
+def test_the_driver_registers_with_the_kubelet_and_publishes_upstreams_slices(mixed, installed):
+    core, _ = apis(mixed)
+    def driver_pods():
+        return core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={NODE}",
+                                                label_selector="app.kubernetes.io/name=dra-driver-cpu").items
+
+    # the role waits for the published pool, not for pod readiness: upstream's /healthz and the
+    # chart's readiness probe (initialDelaySeconds 5) may come after the slices
+    wait("the driver pod Ready on the real node", lambda: [
+        p for p in driver_pods() if any(x.type == "Ready" and x.status == "True" for x in p.status.conditions or [])],
+        timeout=60)
+    pods = driver_pods()
+    assert len(pods) == 1, [p.metadata.name for p in pods]
+    pod = pods[0]
+    assert pod.spec.containers[0].image == "registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0"
+    assert pod.status.container_statuses[0].restart_count == 0
+    # the kubelet's plugin watcher found the driver's registration socket in this node's directory
+    assert glob.glob(os.path.join(node_dir(mixed), "mnt/var/lib/kubelet/plugins_registry/dra.cpu*.sock"))
+    kubelet_log = open(os.path.join(mixed.state_dir, "logs", f"real-{NODE}-kubelet.log")).read()
+    assert '"OperationExecutor.RegisterPlugin started"' in kubelet_log and "dra.cpu-reg.sock" in kubelet_log
+    # upstream's Start: publication begins only once the kubelet reported the plugin registered
+    log = core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace)
+    assert log.index('"driver started"') < log.index('"begin: publishing resources"'), log[-2000:]
+
+    slices = real_slices(mixed)
+    assert len(slices) == 1, slices
+    s = slices[0]
+    assert s["spec"]["pool"] == {"name": NODE, "generation": 1, "resourceSliceCount": 1}
+    assert s["spec"]["nodeName"] == NODE and s["spec"]["driver"] == "dra.cpu"
+    owner = s["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner.get("controller")) == ("Node", NODE, True)
+    devices = {d["name"]: d for d in s["spec"]["devices"]}
+    assert sorted(devices) == ["cpudevnuma000", "cpudevnuma001"]
+    for name, numa, cpus in (("cpudevnuma000", 0, 4), ("cpudevnuma001", 1, 6)):
+        d = devices[name]
+        assert d["capacity"] == {"dra.cpu/cpu": {"value": str(cpus)}}, d
+        assert d["allowMultipleAllocations"] is True
+        attrs = {k: list(v.values())[0] for k, v in d["attributes"].items()}
+        assert attrs == {"dra.cpu/numaNodeID": numa, "dra.cpu/socketID": 0, "dra.cpu/smtEnabled": False,
+                         "dra.cpu/numCPUs": cpus, "dra.net/numaNode": numa,
+                         "resource.kubernetes.io/numaNode": numa}, attrs
+
+    topo = installed.fact("dra_cpu_topology")
+    assert [(c["id"], c["allocatable_cpus"]) for c in topo["nodes"][NODE]["cells"]] == [(0, 4), (1, 6)]
+
+
+def test_a_claim_pod_starts_on_the_real_kubelet(mixed, installed):
+    core, custom = apis(mixed)
+    name = "real-claim"
+    custom.create_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+        "spec": {"devices": {"requests": [{"name": "cpu", "exactly": {
+            "deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": "4"}}}}]}}})
+    core.create_namespaced_pod("default", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE},
+                 "tolerations": [{"key": TAINT_KEY, "operator": "Exists"}],
+                 "terminationGracePeriodSeconds": 1,
+                 "resourceClaims": [{"name": "cpu", "resourceClaimName": name}],
+                 "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+                                 "resources": {"requests": {"cpu": "4", "memory": "64Mi"},
+                                               "limits": {"cpu": "4", "memory": "64Mi"},
+                                               "claims": [{"name": "cpu"}]}}]}})
+    wait("the claim pod Running", lambda: core.read_namespaced_pod(name, "default").status.phase == "Running",
+         timeout=120)
+    claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", name)
+    uid = claim["metadata"]["uid"]
+    [res] = claim["status"]["allocation"]["devices"]["results"]
+    assert res["pool"] == NODE and res["device"] in ("cpudevnuma000", "cpudevnuma001"), res
+    assert core.read_namespaced_pod(name, "default").status.qos_class == "Guaranteed"
+
+    # containerd applied the driver's CDI spec: the container's environment holds the CPUs it got
+    var = f"DRA_CPUSET_{uid}="   # upstream's CDI env: DRA_CPUSET_<claim uid>=<cpuset>
+    cdi = glob.glob(os.path.join(node_dir(mixed), "mnt/run/cdi/*.json"))
+    assert any(uid in open(f).read() for f in cdi), cdi
+    found = []
+    for env in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            found += [e for e in open(env, "rb").read().decode(errors="replace").split("\0") if e.startswith(var)]
+        except OSError:
+            pass
+    assert found, f"no process with {var}"
+    cpuset = found[0].split("=", 1)[1]
+    cell = {"cpudevnuma000": set(range(2, 6)), "cpudevnuma001": set(range(6, 12))}[res["device"]]
+    ids = set()
+    for part in cpuset.split(","):
+        a, _, b = part.partition("-")
+        ids |= set(range(int(a), int(b or a) + 1))
+    assert len(ids) == 4 and ids <= cell, (cpuset, res["device"])
+
+    core.delete_namespaced_pod(name, "default")
+    wait("the claim pod gone", lambda: not core.list_namespaced_pod(
+        "default", field_selector=f"metadata.name={name}").items, timeout=60)
+    wait("the CDI spec of the claim removed (NodeUnprepareResources)", lambda: not any(
+        uid in open(f).read() for f in glob.glob(os.path.join(node_dir(mixed), "mnt/run/cdi/*.json"))), timeout=30)
+    custom.delete_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", name)
+
+
+@pytest.fixture
+def only_real_node_schedulable(mixed):
+    """node01 (simulated) tainted NoSchedule for one test: the verify pod can only go to real01."""
+    core, _ = apis(mixed)
+    taint = {"key": "dra-cpu.kubevirtci.io/test-only-real", "value": "true", "effect": "NoSchedule"}
+    node = core.read_node("node01")
+    taints = [t.to_dict() for t in node.spec.taints or []]
+    core.patch_node("node01", {"spec": {"taints": taints + [taint]}})
+    yield
+    core.patch_node("node01", {"spec": {"taints": taints or None}})
+
+
+VERIFY_ON_REAL = {"dra_cpu_verify_tolerations": [{"key": TAINT_KEY, "operator": "Exists"}]}
+
+
+def test_verify_proves_the_pod_starts_on_the_real_kubelet(mixed, installed, only_real_node_schedulable):
+    r = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
+    assert r.rc == 0, r
+    text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
+    assert f"claim for 6 CPUs allocated: node {NODE}" in text, text
+    assert "test pod Running, QoS Guaranteed" in text, text
+
+
+def test_verify_fails_with_the_events_when_the_pod_cannot_start(mixed, installed, only_real_node_schedulable):
+    """A real fault: the image cannot be pulled (the local registry does not have it)."""
+    r = run_playbook(mixed, "verify", extra_vars=dict(
+        VERIFY_ON_REAL, dra_cpu_verify_image="registry.k8s.io/pause:0.0.0-missing", dra_cpu_verify_timeout=20))
+    assert r.rc != 0, r
+    msg = " ".join(r.failure_messages())
+    assert f"the claim was allocated, but pod default/dra-cpu-verify on node {NODE} is Pending" in msg, msg
+    assert "ImagePullBackOff" in msg or "ErrImagePull" in msg, msg
+    assert "pause:0.0.0-missing" in msg, msg
