@@ -18,8 +18,7 @@ sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(REPO, ".collections"))
 
 import timeline  # noqa: E402
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as T  # noqa: E402
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import waiter as W  # noqa: E402
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import waiter as W  # noqa: E402
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology as M  # noqa: E402
 
 

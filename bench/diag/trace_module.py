@@ -13,7 +13,7 @@ T("start")
 atexit.register(lambda: T("atexit-last"))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(REPO, "plugins", "modules", "cpu_topology.py")
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import waiter as W  # noqa: E402
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import waiter as W  # noqa: E402
 from ansible.module_utils import basic  # noqa: E402
 T("imported")
 _apply, _wait, _list = W.SliceWaiter._apply, W.SliceWaiter.wait, W.SliceWaiter._list

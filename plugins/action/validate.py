@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.inputs import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.settings import (
     argument_spec,
     validation_result,
 )

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Filter kubevirtci.dra_cpu.helm_checksum: the role's choice of the sha256 for a helm tarball.
 
-Thin: the logic is plugins/module_utils/helm_checksum.py (unit-tested there).
+Thin: the logic is plugins/module_utils/helm/checksum.py (unit-tested there).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm_checksum import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.checksum import (
     choose_checksum, merge_checksums, mismatch_got)
 
 

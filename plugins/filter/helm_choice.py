@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-# Thin filter: the decision is plugins/module_utils/helm_schema.py (helm_choice).
+# Thin filter: the decision is plugins/module_utils/helm/schema.py (helm_choice).
 
 from __future__ import absolute_import, division, print_function
 
@@ -55,7 +55,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm_schema import helm_choice
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import helm_choice
 
 
 class FilterModule(object):

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-# Thin module: reads the chart's three files; the mapping is module_utils/chart_layout.py.
+# Thin module: reads the chart's three files; the mapping is module_utils/chart/layout.py.
 
 from __future__ import absolute_import, division, print_function
 
@@ -119,7 +119,7 @@ report:
 schema_requirements:
   description:
     - What validating the chart's C(values.schema.json) needs from helm (C(min_helm), C(draft), C(reasons),
-      C(misread); see module_utils/helm_schema.py). Returned only when the chart was read.
+      C(misread); see module_utils/helm/schema.py). Returned only when the chart was read.
   returned: when O(path) is set
   type: dict
 """
@@ -130,8 +130,8 @@ import tarfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import chart_layout as cl
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm_schema import schema_requirements
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import layout as cl
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import schema_requirements
 
 try:
     import yaml

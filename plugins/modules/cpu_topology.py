@@ -254,11 +254,11 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology as topo
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology_run import run
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import RedactingModule, auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.run import run
 
 
 def argument_spec():

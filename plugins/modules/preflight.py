@@ -2,8 +2,8 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
 # The preflight module: its options, documentation and exit. What it reads and in which order is in
-# module_utils/preflight_gather.py; the rules in preflight_rules.py and preflight_nodes.py; the
-# report text in preflight_report.py.
+# module_utils/preflight/gather.py; the rules in preflight/rules.py and preflight/nodes.py; the
+# report text in preflight/report.py.
 
 from __future__ import absolute_import, division, print_function
 
@@ -34,7 +34,7 @@ description:
   - With O(namespace), also reports what is installed already (RV(installed)), that is whether the
     namespace exists with the Pod Security labels, and the newest revision of helm release
     O(release_name) (status and chart version, read from helm's release Secret; the release's values
-    are never returned). The role uses it to skip the writes and fetches a re-run does not need.
+    are never returned). The role uses it to skip the lookups and writes a re-run does not need.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - kubevirtci.dra_cpu.read_only
@@ -115,9 +115,9 @@ options:
     default: ''
   chart:
     description:
-      - The chart reference to be installed; with O(chart_version) it decides RV(installed.chart_fetch_needed).
+      - Ignored, and deprecated (to be removed in 1.0.0). It decided C(installed.chart_fetch_needed), which
+        nothing read and which is no longer returned.
     type: str
-    default: ''
   report_dir:
     description:
       - A directory (made when missing) where the findings are also written as C(dra-cpu-preflight.json)
@@ -272,12 +272,6 @@ installed:
       type: dict
       returned: when readable
       sample: {name: dra-driver-cpu, revision: 1, status: deployed, chart: dra-driver-cpu, chart_version: 0.3.0}
-    chart_fetch_needed:
-      description:
-        - False when the deployed release already runs O(chart) at the pinned O(chart_version), so a
-          separate chart fetch would only repeat what the install step does.
-      type: bool
-      returned: when readable
 """
 
 import copy
@@ -288,16 +282,16 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.auth import RedactingModule, auth_argument_spec, describe_target
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_nodes
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_report
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import preflight_rules as rules
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart_values import supports_node_affinity
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.cpuset import CpusetError, parse_cpuset
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight_gather import run_checks
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.report_files import PREFLIGHT, write_report
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.versions import parse_version
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import RedactingModule, auth_argument_spec, describe_target
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as preflight_nodes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report as preflight_report
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.values import supports_node_affinity
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.gather import run_checks
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.report_files import PREFLIGHT, write_report
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import parse_version
 
 
 def argument_spec():
@@ -316,7 +310,7 @@ def argument_spec():
         namespace=dict(type="str", default=""),
         namespace_labels=dict(type="dict", default={}),
         release_name=dict(type="str", default=""),
-        chart=dict(type="str", default=""),
+        chart=dict(type="str", removed_in_version="1.0.0", removed_from_collection="kubevirtci.dra_cpu"),
         report_dir=dict(type="path", default=""),
     )
     spec.update(auth_argument_spec(AUTH_ARG_SPEC))

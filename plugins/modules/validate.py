@@ -272,7 +272,7 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.inputs import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.settings import (
     argument_spec,
     validation_result,
 )

@@ -7,8 +7,8 @@ import copy
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils import topology_run
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s_client import RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import RawApi
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import (
     FakeCluster,

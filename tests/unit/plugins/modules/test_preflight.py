@@ -6,7 +6,7 @@ __metaclass__ = type
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import preflight
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, HTTPError, node, run_module
-from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.test_installed import helm_secret
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.release.test_release_installed import helm_secret
 
 STATIC = {"kubeletconfig": {"cpuManagerPolicy": "static"}}
 NONE = {"kubeletconfig": {}}
@@ -194,7 +194,7 @@ def test_secrets_are_no_log():
 
 def _installed_args(**extra):
     args = {"reserved_cpus": "0-1", "namespace": "dra-driver-cpu", "release_name": "dra-driver-cpu",
-            "chart": "oci://localhost:5000/charts/dra-driver-cpu", "chart_version": "0.3.0"}
+            "chart_version": "0.3.0"}
     args.update(extra)
     return args
 
@@ -210,11 +210,18 @@ def test_installed_on_an_empty_cluster():
     result, failed = run_module(preflight, _installed_args(), cluster)
     assert failed is False
     assert result["installed"] == {
-        "readable": True, "chart_fetch_needed": True, "release": {},
+        "readable": True, "release": {},
         "namespace": {"name": "dra-driver-cpu", "exists": False, "terminating": False, "labels": {},
                       "labels_ok": False}}
     # no namespace, so no release lookup
     assert "/api/v1/namespaces/dra-driver-cpu/secrets" not in cluster.paths()
+
+
+def test_deprecated_chart_option_is_still_accepted_and_ignored():
+    result, failed = run_module(preflight, _installed_args(chart="oci://localhost:5000/charts/dra-driver-cpu"),
+                                FakeCluster())
+    assert failed is False and sorted(result["installed"]) == ["namespace", "readable", "release"]
+    assert preflight.argument_spec()["chart"]["removed_in_version"] == "1.0.0"
 
 
 def test_installed_release_deployed_at_the_pinned_version():
@@ -231,12 +238,8 @@ def test_installed_release_deployed_at_the_pinned_version():
     assert inst["namespace"]["labels_ok"] is True
     assert inst["release"] == {"name": "dra-driver-cpu", "revision": 2, "status": "deployed",
                                "chart": "dra-driver-cpu", "chart_version": "0.3.0"}
-    assert inst["chart_fetch_needed"] is False
     assert ("/api/v1/namespaces/dra-driver-cpu/secrets",
             {"labelSelector": "owner=helm,name=dra-driver-cpu"}) in cluster.calls
-    # an upgrade to another version fetches the chart first
-    result, failed = run_module(preflight, _installed_args(chart_version="0.4.0"), cluster)
-    assert result["installed"]["chart_fetch_needed"] is True
 
 
 def test_installed_unreadable_secrets_leave_it_to_the_caller():

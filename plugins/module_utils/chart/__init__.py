@@ -1,0 +1,14 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The chart stage: which values the chart at hand has, and the settings mapped onto them (pure).
+
+* ``layout.py``: the chart's values keys and schema -> the layout, the release values, the image
+  (the chart_layout module reads the files and calls it);
+* ``values.py``: the version-number rule for the values layout (the fallback when the chart cannot
+  be read) and the deep merge. validate (its provisional ``chart_values``) and preflight (whether a
+  chart version can carry a node affinity) use the same rule.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type

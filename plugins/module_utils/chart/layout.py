@@ -1,0 +1,217 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Which values a dra-driver-cpu chart really has, read from the chart itself (pure functions).
+
+Input: the chart's ``Chart.yaml`` (metadata), ``values.yaml`` and ``values.schema.json`` (or None),
+as the role reads them from the exact reference and version it installs. Output: the layout the
+role maps its settings onto:
+
+* ``driverConfig.*`` when the chart has a ``driverConfig`` value (main and, as published, 0.3.0),
+  else ``args.*`` (0.2.0). A section's keys come from the schema when it lists them (a ``$ref``
+  into ``$defs``, by JSON pointer or ``$id``, is followed), else from the defaults in values.yaml;
+  an empty ``driverConfig: {}`` without a schema listing its keys takes the driver's config-file
+  keys (they are not in the chart to read).
+* ``nodeSelector`` / ``affinity``: only when the chart has them (0.2.0 has neither).
+* the image: ``image.repository``, ``image.tag`` (empty = the chart's appVersion).
+
+A setting the role must pass that has no key in the chart is an error naming the chart, the version
+and the missing key, raised before anything is written. The version-number rule
+(``values.values_key``) is only the fallback when the chart cannot be read (check mode
+without helm). Must not run helm or read files: the role and the ``chart_layout`` module do.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import values as cv
+
+# keys of the driver's config file (upstream main's driverConfig); used only when a chart has an
+# empty driverConfig map and no schema that lists its keys
+DRIVER_CONFIG_KEYS = ("apiVersion", "cpuDeviceMode", "groupBy", "reservedCPUs", "hostnameOverride",
+                      "kubeconfig", "publishNodeAllocatableResourceMapping", "sysfsOverlay")
+
+
+class ChartLayoutError(ValueError):
+    """A setting the role must pass has no key in the chart."""
+
+
+def _resolve(root, node, depth=0):
+    """``node`` with a ``$ref`` into ``root``'s ``$defs`` (``#/$defs/x`` or an ``$id``) followed."""
+    if not isinstance(node, dict) or "$ref" not in node or depth > 8:
+        return node if isinstance(node, dict) else {}
+    ref = node["$ref"]
+    defs = root.get("$defs") or root.get("definitions") or {}
+    target = None
+    if ref.startswith("#/"):
+        target = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+    else:
+        for key, value in defs.items():
+            if isinstance(value, dict) and ref in (key, value.get("$id")):
+                target = value
+                break
+    merged = dict(node)
+    merged.pop("$ref")
+    if isinstance(target, dict):
+        target = _resolve(root, target, depth + 1)
+        merged = dict(target, **{k: v for k, v in merged.items() if k != "properties"})
+        merged["properties"] = dict(target.get("properties") or {}, **(node.get("properties") or {}))
+    return merged
+
+
+def _schema_properties(schema, path):
+    """Property names of the object at ``path`` in ``schema``; None when the schema does not say."""
+    if not isinstance(schema, dict):
+        return None
+    node = schema
+    for part in path:
+        node = _resolve(schema, node)
+        node = (node.get("properties") or {}).get(part)
+        if node is None:
+            return None
+    node = _resolve(schema, node)
+    props = node.get("properties")
+    return set(props) if isinstance(props, dict) else None
+
+
+def _has_top(values, schema, key):
+    top = _schema_properties(schema, ()) or set()
+    return key in (values or {}) or key in top
+
+
+def section_keys(values, schema, section):
+    """The keys the chart has under ``section`` (``args`` / ``driverConfig``); None: no such value."""
+    if not _has_top(values, schema, section):
+        return None
+    from_schema = _schema_properties(schema, (section,))
+    if from_schema:
+        return from_schema
+    defaults = (values or {}).get(section)
+    if isinstance(defaults, dict) and defaults:
+        return set(defaults)
+    return set(DRIVER_CONFIG_KEYS) if section == cv.DRIVER_CONFIG else set()
+
+
+def required_settings(reserved_cpus="", group_by="", cpu_device_mode="grouped"):
+    """The driver settings the role passes: {chart key: value}. reservedCPUs is always set (an
+    upgrade then clears an earlier value); groupBy only when not the chart's default."""
+    settings = {"reservedCPUs": reserved_cpus or ""}
+    if cpu_device_mode:
+        settings["cpuDeviceMode"] = cpu_device_mode
+    if group_by:
+        settings["groupBy"] = group_by
+    return settings
+
+
+def _chart_label(metadata, chart_ref):
+    return "%s %s" % (chart_ref or (metadata or {}).get("name") or "the chart",
+                      (metadata or {}).get("version") or "(version unknown)")
+
+
+def _split_image(image):
+    """``repo[:tag]`` -> (repo, tag or ''); a ``:`` inside a registry host:port is not a tag."""
+    text = (image or "").strip()
+    if "@" in text:
+        raise ChartLayoutError("dra_cpu_image: '%s' names a digest; expected repository[:tag]" % text)
+    last = text.rsplit("/", 1)[-1]
+    if ":" in last:
+        repo, tag = text.rsplit(":", 1)
+        return repo, tag
+    return text, ""
+
+
+def chart_layout(metadata, values, schema=None, chart_ref=""):
+    """What the chart at hand has: ``{values_key, keys, node_selector, affinity, image_keys}``."""
+    dc_keys = section_keys(values, schema, cv.DRIVER_CONFIG)
+    args_keys = section_keys(values, schema, cv.ARGS)
+    if dc_keys is not None:
+        key, keys = cv.DRIVER_CONFIG, dc_keys
+    elif args_keys is not None:
+        key, keys = cv.ARGS, args_keys
+    else:
+        key, keys = None, set()
+    image_keys = _schema_properties(schema, ("image",))
+    if not image_keys:
+        image_keys = set(((values or {}).get("image") or {}).keys()) if isinstance((values or {}).get("image"), dict) else set()
+    return {
+        "chart": _chart_label(metadata, chart_ref),
+        "values_key": key,
+        "keys": sorted(keys),
+        "node_selector": _has_top(values, schema, "nodeSelector"),
+        "affinity": _has_top(values, schema, "affinity"),
+        "image_keys": sorted(image_keys),
+        "source": "chart",
+    }
+
+
+def fallback_layout(chart_version, chart_ref=""):
+    """The layout by the version-number rule, for when the chart cannot be read (check mode)."""
+    key = cv.values_key(chart_version)
+    newer = key == cv.DRIVER_CONFIG
+    return {
+        "chart": "%s %s" % (chart_ref or "the chart", chart_version or "(newest)"),
+        "values_key": key,
+        "keys": sorted(DRIVER_CONFIG_KEYS if newer else ("cpuDeviceMode", "groupBy", "reservedCPUs")),
+        "node_selector": newer,
+        "affinity": newer,
+        "image_keys": ["pullPolicy", "repository", "tag"],
+        "source": "version rule (the chart could not be read)",
+    }
+
+
+def release_values(layout, settings, user_values=None, image=""):
+    """The ``release_values`` for the chart ``layout``: the settings under the chart's key, the
+    ``image`` override (``repo[:tag]``, '' = the chart's default) through image.repository/tag,
+    then ``user_values`` deep-merged last. Raises ChartLayoutError naming the missing key."""
+    chart = layout["chart"]
+    key = layout["values_key"]
+    if key is None:
+        raise ChartLayoutError(
+            "chart %s has neither a driverConfig nor an args value, so it cannot be given "
+            "driverConfig.reservedCPUs: this is not a dra-driver-cpu chart the role knows; "
+            "pick another dra_cpu_chart or dra_cpu_chart_version" % chart)
+    wanted = required_settings(settings.get("reserved_cpus", ""), settings.get("group_by", ""),
+                               settings.get("cpu_device_mode", "grouped"))
+    missing = ["%s.%s" % (key, k) for k in sorted(wanted) if k not in layout["keys"]]
+    values = {key: wanted}
+    if image:
+        repo, tag = _split_image(image)
+        wanted_image = {"repository": repo}
+        if tag:
+            wanted_image["tag"] = tag
+        missing += ["image.%s" % k for k in sorted(wanted_image) if k not in layout["image_keys"]]
+        values["image"] = wanted_image
+    if missing:
+        raise ChartLayoutError("chart %s has no value %s, which the role must set; nothing was installed"
+                               % (chart, " or ".join(missing)))
+    return cv.deep_merge(values, user_values or {})
+
+
+def node_placement(layout, user_values):
+    """The nodeSelector the DaemonSet will really use: the user's, only when the chart has one."""
+    if not layout.get("node_selector"):
+        return {}
+    return copy.deepcopy((user_values or {}).get("nodeSelector") or {})
+
+
+def image_of(values_defaults, metadata, release_vals):
+    """``repository:tag`` the release will run: the chart's image values with the release values
+    merged over them; an empty tag is the chart's appVersion."""
+    merged = cv.deep_merge({"image": (values_defaults or {}).get("image") or {}},
+                           {"image": (release_vals or {}).get("image") or {}})["image"]
+    repo = str(merged.get("repository") or "")
+    tag = str(merged.get("tag") or (metadata or {}).get("appVersion") or "")
+    return "%s:%s" % (repo, tag) if tag else repo
+
+
+def report_line(layout):
+    """One line for the release report: which mapping was used and why."""
+    extra = [k for k in ("nodeSelector", "affinity")
+             if layout.get({"nodeSelector": "node_selector", "affinity": "affinity"}[k])]
+    return "values mapped onto %s.* (from %s)%s" % (
+        layout["values_key"], layout["source"],
+        "; chart has %s" % ", ".join(extra) if extra else "; chart has no nodeSelector/affinity")

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Helm values for the dra-driver-cpu chart, per chart version (pure functions).
+
+* 0.2.x: the driver settings live under ``args`` (``reservedCPUs``,
+  ``groupBy``, ``cpuDeviceMode``); the chart has no ``affinity`` value.
+* >= 0.3.0: under ``driverConfig`` (the deprecated ``args`` keys still exist
+  but win when set, so they are left alone); ``affinity`` and
+  ``nodeSelector`` exist.
+
+An empty ``group_by`` means the chart default and is not set. The user's
+``chart_values`` are deep-merged last.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import (
+    VersionError,
+    parse_version,
+)
+
+ARGS = "args"
+DRIVER_CONFIG = "driverConfig"
+FIRST_DRIVER_CONFIG = (0, 3, 0)
+
+
+def _release(chart_version):
+    """(major, minor, patch) of a chart version; an empty version means the
+    newest chart, i.e. at least 0.3.0."""
+    if chart_version in (None, ""):
+        return None
+    try:
+        return parse_version(str(chart_version).lstrip("v")).release
+    except VersionError:
+        raise ValueError("'%s' is not a chart version like 0.3.0" % chart_version)
+
+
+def values_key(chart_version):
+    """``'args'`` for charts < 0.3.0, ``'driverConfig'`` from 0.3.0 on."""
+    release = _release(chart_version)
+    if release is not None and release < FIRST_DRIVER_CONFIG:
+        return ARGS
+    return DRIVER_CONFIG
+
+
+def supports_node_affinity(chart_version):
+    """True when the chart has an ``affinity`` value (>= 0.3.0)."""
+    return values_key(chart_version) == DRIVER_CONFIG
+
+
+def deep_merge(base, override):
+    """Recursively merge ``override`` into a copy of ``base``; dicts merge,
+    everything else (lists included) is replaced."""
+    out = copy.deepcopy(base) if base else {}
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def build_values(chart_version, reserved_cpus="", group_by="", cpu_device_mode="grouped",
+                 user_values=None, affinity=None):
+    """The ``release_values`` for ``kubernetes.core.helm``.
+
+    ``reserved_cpus`` is a cpuset string (set even when empty, so an upgrade
+    clears a previous value); ``group_by`` '' leaves the chart default;
+    ``affinity`` (a chart affinity dict) is only set on charts that support
+    it (raises ValueError otherwise).
+    """
+    key = values_key(chart_version)
+    settings = {"reservedCPUs": reserved_cpus or ""}
+    if cpu_device_mode:
+        settings["cpuDeviceMode"] = cpu_device_mode
+    if group_by:
+        settings["groupBy"] = group_by
+    values = {key: settings}
+    if affinity:
+        if not supports_node_affinity(chart_version):
+            raise ValueError("chart %s has no affinity value (needs >= 0.3.0)" % chart_version)
+        values["affinity"] = copy.deepcopy(affinity)
+    return deep_merge(values, user_values or {})

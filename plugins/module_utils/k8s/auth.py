@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Authentication options of the collection's cluster modules, and what of them stays secret.
+
+They are kubernetes.core's (``AUTH_ARG_SPEC``) with the redaction rule kubernetes.core adopted in
+6.3.0, kept the same whatever kubernetes.core release is installed:
+
+- ``api_key`` and ``password`` are ``no_log`` (their whole value is a secret);
+- ``kubeconfig`` is *not* ``no_log``: it is a path, or a dict holding a whole kubeconfig. Marking it
+  ``no_log`` masks every string of a dict kubeconfig wherever it appears in a result (``v1`` turns
+  ``resource.k8s.io/v1`` into ``resource.k8s.io/********``). Instead, only the secret fields of a
+  dict kubeconfig (``kubeconfig_secrets``) are registered as ``no_log_values``, by the module class
+  ``RedactingModule`` while the parameters are loaded, before Ansible validates or logs them.
+
+Also here: which kubeconfig and context a module's client was built from (``client_source``), so
+the role can say which cluster it is about to change.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+
+SECRET_OPTIONS = ("api_key", "password")
+PUBLIC_OPTIONS = ("kubeconfig",)
+
+# fields of users[].user whose string value is a credential. The client certificate and the CA
+# (clusters[].cluster) are public halves, hidden all the same: long base64 blobs that never belong
+# in a result, and the suite asserts that no kubeconfig certificate data reaches any output
+SECRET_USER_FIELDS = frozenset((
+    "token", "password", "client-key-data", "client-certificate-data",
+))
+SECRET_CLUSTER_FIELDS = frozenset(("certificate-authority-data",))
+# keys of users[].user.auth-provider.config that hold credentials (id-token, refresh-token,
+# access-token, client-secret, ...); client-id, idp-issuer-url, cmd-path, expiry are not secret
+_SECRET_KEY_RE = re.compile(r"(token|secret|password|passwd|key)", re.IGNORECASE)
+
+
+def auth_argument_spec(base):
+    """A copy of kubernetes.core's ``AUTH_ARG_SPEC`` (``base``): secrets no_log, kubeconfig not."""
+    spec = copy.deepcopy(base)
+    for name in SECRET_OPTIONS:
+        if name in spec:
+            spec[name]["no_log"] = True
+    for name in PUBLIC_OPTIONS:
+        if name in spec:
+            spec[name]["no_log"] = False
+    return spec
+
+
+def _strings(value):
+    """Every non-empty string inside ``value`` (str, list or dict values)."""
+    if isinstance(value, str):
+        return {value} if value else set()
+    found = set()
+    if isinstance(value, dict):
+        for item in value.values():
+            found |= _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found |= _strings(item)
+    return found
+
+
+def _user_secrets(user):
+    if not isinstance(user, dict):
+        return set()
+    found = set()
+    for key, value in user.items():
+        if key in SECRET_USER_FIELDS:
+            found |= _strings(value)
+    provider = user.get("auth-provider")
+    if isinstance(provider, dict) and isinstance(provider.get("config"), dict):
+        for key, value in provider["config"].items():
+            if _SECRET_KEY_RE.search(str(key)):
+                found |= _strings(value)
+    exec_ = user.get("exec")
+    if isinstance(exec_, dict):
+        # the plugin's environment carries its credentials (AWS_SECRET_ACCESS_KEY, ...)
+        for item in exec_.get("env") or []:
+            if isinstance(item, dict):
+                found |= _strings(item.get("value"))
+    return found
+
+
+def kubeconfig_secrets(kubeconfig):
+    """The secret strings of a dict kubeconfig: the values to hide in everything a module returns.
+
+    Secret: ``users[].user`` ``token``, ``password``, ``client-key-data``, the credential keys of
+    ``auth-provider.config`` and every ``exec.env[].value``; hidden too, as kubernetes.core does:
+    the embedded certificates (``client-certificate-data``, ``clusters[].cluster``
+    ``certificate-authority-data``). Kept readable: server URLs, names, contexts, ``apiVersion``,
+    ``kind``, exec commands and arguments, file paths and usernames. A path (str) or nothing gives
+    an empty set: the file's contents never enter the module's parameters.
+    """
+    if not isinstance(kubeconfig, dict):
+        return set()
+    found = set()
+    for entry in kubeconfig.get("users") or []:
+        if isinstance(entry, dict):
+            found |= _user_secrets(entry.get("user"))
+    for entry in kubeconfig.get("clusters") or []:
+        cluster = entry.get("cluster") if isinstance(entry, dict) else None
+        if isinstance(cluster, dict):
+            for key in SECRET_CLUSTER_FIELDS:
+                found |= _strings(cluster.get(key))
+    return found
+
+
+class RedactingModule(AnsibleModule):
+    """AnsibleModule that hides a dict kubeconfig's secret fields, and nothing else of it.
+
+    The values are registered while the parameters are loaded, so they are masked in Ansible's own
+    invocation log, in argument errors and in every result (``invocation`` included).
+    """
+
+    def _load_params(self):
+        super(RedactingModule, self)._load_params()
+        kubeconfig = (self.params or {}).get("kubeconfig")
+        self.no_log_values.update(kubeconfig_secrets(kubeconfig))
+
+
+# ------------------------------------------------------------------ which cluster a client targets
+
+
+def client_source(params, environ=None):
+    """Where kubernetes.core takes the connection from, as ``(kind, kubeconfig, context)``.
+
+    Mirrors kubernetes.core's resolution: the module options, else ``K8S_AUTH_KUBECONFIG`` /
+    ``K8S_AUTH_CONTEXT``; with neither a kubeconfig nor a context, ``host`` with credentials is
+    used directly (kind ``host``), else the in-cluster service account when there is one, else the
+    kubernetes client's default kubeconfig (``KUBECONFIG``, else ``~/.kube/config``). ``kind`` is
+    ``dict``, ``file``, ``default`` or ``host``; ``kubeconfig`` the dict or path (None for the
+    default); ``context`` the configured context (None = the kubeconfig's current-context).
+    """
+    env = os.environ if environ is None else environ
+    params = params or {}
+
+    def pick(option):
+        value = params.get(option)
+        if value is None or value == "":
+            value = env.get("K8S_AUTH_%s" % option.upper()) or None
+        return value
+
+    kubeconfig, context = pick("kubeconfig"), pick("context")
+    host = pick("host")
+    has_credentials = (pick("api_key") or (pick("username") and pick("password"))
+                       or (pick("client_cert") and pick("client_key")))
+    if not kubeconfig and not context and host and has_credentials:
+        return "host", None, None
+    if isinstance(kubeconfig, dict):
+        return "dict", kubeconfig, context
+    if kubeconfig:
+        return "file", os.path.expanduser(str(kubeconfig)), context
+    return "default", None, context
+
+
+def active_context(kind, kubeconfig, context, loader=None):
+    """The context name the client uses: ``context``, else the kubeconfig's current-context.
+
+    ``loader(path)`` returns ``(contexts, active)`` like ``kubernetes.config.list_kube_config_contexts``
+    (path None = the client's default kubeconfig). Returns None when there is no kubeconfig (host
+    options, in-cluster) or it cannot be read.
+    """
+    if context:
+        return context
+    if kind == "host":
+        return None
+    if kind == "dict":
+        return (kubeconfig or {}).get("current-context") or None
+    if loader is None:
+        return None
+    try:
+        _contexts, active = loader(kubeconfig)
+    except Exception:  # unreadable: the client has failed on it already or loaded in-cluster config
+        return None
+    return (active or {}).get("name") or None
+
+
+def kubeconfig_contexts(path):
+    """``(contexts, active)`` of a kubeconfig file (None = the kubernetes client's default)."""
+    from kubernetes import config  # the modules import it through get_api_client already
+    return config.list_kube_config_contexts(config_file=path)
+
+
+def describe_target(params, server, loader=kubeconfig_contexts, environ=None):
+    """``{server, context, kubeconfig}``: the cluster a module's client talks to, for the report.
+
+    ``server`` is the client's ``configuration.host``; ``params`` the module's auth options.
+    """
+    kind, kubeconfig, context = client_source(params, environ)
+    return {
+        "server": server,
+        "context": active_context(kind, kubeconfig, context, loader),
+        "kubeconfig": {"dict": "(a kubeconfig given as a dict)", "file": kubeconfig,
+                       "host": "(host and credential options)",
+                       "default": "(the kubernetes client's default: KUBECONFIG, else ~/.kube/config, "
+                                  "or the in-cluster service account)"}[kind],
+    }

@@ -1,0 +1,14 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The preflight stage: the cluster's prerequisites, one finding per check and node.
+
+* ``gather.py``: the reads (version, /metrics, /apis, nodes, /configz, what is installed) and the
+  order of the checks;
+* ``rules.py``: the finding shape, the cluster-wide checks, the ignore list and the summary;
+* ``nodes.py``: the per-node checks and where the DaemonSet runs (keeping the driver off nodes);
+* ``report.py``: the lines the role prints.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type

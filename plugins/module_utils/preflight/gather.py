@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Gather what preflight needs from the cluster and run the rules on it.
+
+Owns: the reads (version, /metrics, /apis, nodes, each node's /configz, the
+namespace and the helm release Secret) and the order of the checks. The
+rules themselves are pure (rules.py, nodes.py); the
+module (plugins/modules/preflight.py) only parses its options and exits.
+Read-only: never writes to the cluster.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as nodes_rules
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.values import supports_node_affinity
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.report import render_report
+
+
+def read_installed(api, params):
+    """The namespace and the helm release as they are now (read-only)."""
+    try:
+        namespace = installed.namespace_state(
+            params["namespace"], api.get_namespace(params["namespace"]), params["namespace_labels"])
+        release = {}
+        # a terminating namespace takes its release with it: the role waits and installs afresh
+        if params["release_name"] and namespace["exists"] and not namespace["terminating"]:
+            secrets = api.list_secrets(params["namespace"], installed.release_selector(params["release_name"]))
+            release = installed.release_state(params["release_name"], secrets)
+    except KubeRequestError as exc:
+        return {"readable": False, "error": exc.message}
+    return {
+        "readable": True,
+        "namespace": namespace,
+        "release": release,
+    }
+
+
+def run_checks(api, params, reserved):
+    """Gather the data and run every rule. Returns the result dict."""
+    findings = []
+    result = {"server_version": None}
+
+    version = api.version()
+    result["server_version"] = version.get("gitVersion")
+
+    metrics, metrics_error = None, None
+    try:
+        metrics = api.metrics()
+    except KubeRequestError as exc:
+        metrics_error = exc.message
+    gate_on = rules.gate_enabled(metrics, params["feature_gate"]) if metrics is not None else None
+
+    findings += rules.check_server_version(
+        version, params["min_version"], gate_on, params["feature_gate"], params["cpu_device_mode"])
+    try:
+        findings += rules.check_resource_api(api.api_groups())
+    except KubeRequestError as exc:
+        findings.append(rules.finding("resource_api", rules.ERROR, "cannot read the API groups: %s" % exc.message,
+                                      observed="unknown", required="resource.k8s.io/v1",
+                                      fix="grant get on the non-resource URL /apis"))
+    findings += rules.check_feature_gate(metrics, params["feature_gate"], metrics_error, params["cpu_device_mode"])
+
+    try:
+        nodes = api.list_nodes()
+    except KubeRequestError as exc:
+        findings.append(rules.finding("eligible_nodes", rules.ERROR, "cannot list the nodes: %s" % exc.message,
+                                      observed="unknown", required="at least one node",
+                                      fix="grant list on nodes to this user"))
+        nodes = None
+
+    eligible, excluded = [], []
+    hostnames = {}
+    if nodes is not None:
+        eligible, excluded = nodes_rules.eligible_nodes(nodes, params["node_selector"], params["tolerations"])
+        findings += nodes_rules.check_eligible_nodes(eligible, excluded)
+        by_name = dict((nodes_rules.node_name(n), n) for n in nodes)
+        for name in eligible:
+            obj = by_name[name]
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            hostnames[name] = labels.get(nodes_rules.HOSTNAME_LABEL, name)
+            runtime = ((obj.get("status") or {}).get("nodeInfo") or {}).get("containerRuntimeVersion")
+            findings += nodes_rules.check_container_runtime(name, runtime)
+            if params["check_configz"]:
+                configz, configz_error = None, None
+                try:
+                    configz = api.configz(name)
+                except KubeRequestError as exc:
+                    configz_error = exc.message
+                findings += nodes_rules.check_cpu_manager_policy(name, configz, configz_error)
+            findings += nodes_rules.check_reserved_cpus(name, reserved, nodes_rules.node_cpu_count(obj))
+
+    findings = rules.apply_ignore(findings, params["ignore"])
+    findings, skipped, affinity = nodes_rules.plan_skip(
+        findings, params["skip_incompatible_nodes"],
+        supports_node_affinity(params["chart_version"]) if params.get("chart_affinity") is None
+        else params["chart_affinity"],
+        eligible, hostnames)
+    summary = rules.summarize(findings)
+    result.update(
+        findings=findings,
+        error_count=summary["errors"],
+        warning_count=summary["warnings"],
+        passed=summary["passed"],
+        checked_nodes=eligible,
+        excluded_nodes=excluded,
+        skipped_nodes=skipped,
+        node_affinity=affinity,
+        report=render_report(findings, eligible, skipped),
+    )
+    if params["namespace"]:
+        result["installed"] = read_installed(api, params)
+    return result, summary["message"]

@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The preflight report: the lines the role prints, built from the findings.
+
+Owns the text only (one header line, one line per finding, one per node the
+driver is kept off). The preflight module returns these lines as ``report``;
+``roles/dra_cpu/tasks/preflight.yml`` prints them and renders nothing itself.
+Pure functions, no I/O.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import ERROR, OK, WARNING
+
+
+def could_not_run(message):
+    """The report when preflight could not check at all (no findings)."""
+    return ["Preflight could not run: %s" % (message or "no result")]
+
+
+def _text(value):
+    """A value as the role's template printed it (None as '')."""
+    return "" if value is None else "%s" % (value,)
+
+
+def finding_line(item):
+    """``[ERROR] check on node: message (observed: x; required: y) fix: z``."""
+    line = "[%s] %s" % (item["severity"].upper(), item["check"])
+    if item.get("node"):
+        line += " on %s" % item["node"]
+    line += ": %s" % (item.get("message") or "")
+    if item["severity"] != OK:
+        line += " (observed: %s; required: %s)" % (_text(item.get("observed", "?")), _text(item.get("required", "?")))
+        if item.get("fix"):
+            line += " fix: %s" % item["fix"]
+    return line
+
+
+def render_report(findings, checked_nodes=None, skipped_nodes=None):
+    """The report lines for a preflight result."""
+    errors = sum(1 for f in findings if f["severity"] == ERROR)
+    warnings = sum(1 for f in findings if f["severity"] == WARNING)
+    lines = ["Preflight: %d error(s), %d warning(s); checked nodes: %s"
+             % (errors, warnings, ", ".join(checked_nodes or []) or "none")]
+    lines.extend(finding_line(f) for f in findings)
+    for skipped in skipped_nodes or []:
+        lines.append("driver kept off %s: %s" % (skipped["node"], ", ".join(skipped.get("reasons") or [])))
+    # one line per line of text, as printed (a message never holds a newline today)
+    return "\n".join(lines).strip().split("\n")

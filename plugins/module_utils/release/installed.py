@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""What is installed already: the release namespace and the helm release (pure functions).
+
+The role needs both before it writes anything: whether the namespace exists and carries the labels
+it must have (the role's Pod Security labels), and the release's status (a ``pending-*`` one must be recovered first) and chart
+version (an unchanged pinned version needs no second chart fetch). Reading them here, inside the
+preflight module's one process, saves the role three module starts on every run.
+
+Helm 3 keeps each revision of a release in a Secret ``sh.helm.release.v1.<name>.v<N>`` of type
+``helm.sh/release.v1`` labelled ``owner=helm,name=<name>,status=<status>,version=<N>``; its
+``data.release`` is base64 (the Secret encoding) of base64 of the gzipped release JSON
+(helm's pkg/storage/driver/util.go). Only the chart's name and version are taken from it: the
+values (which may hold secrets) are never returned.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import binascii
+import gzip
+import json
+
+RELEASE_SECRET_TYPE = "helm.sh/release.v1"
+GZIP_MAGIC = b"\x1f\x8b\x08"
+
+
+def release_selector(release_name):
+    """The label selector of a release's revision Secrets."""
+    return "owner=helm,name=%s" % release_name
+
+
+def namespace_state(name, obj, want_labels=None):
+    """``{name, exists, terminating, labels, labels_ok}`` from a Namespace object (None: it does not
+    exist); ``labels_ok``: it carries every label of ``want_labels`` with that value. A terminating
+    namespace takes no new objects: the caller waits until it is gone."""
+    metadata = (obj or {}).get("metadata") or {}
+    labels = dict(metadata.get("labels") or {})
+    terminating = obj is not None and bool(
+        metadata.get("deletionTimestamp") or ((obj.get("status") or {}).get("phase") == "Terminating"))
+    return {
+        "name": name,
+        "exists": obj is not None,
+        "terminating": terminating,
+        "labels": labels,
+        "labels_ok": obj is not None and not terminating
+        and all(labels.get(k) == v for k, v in (want_labels or {}).items()),
+    }
+
+
+def _revision(secret):
+    try:
+        return int((((secret or {}).get("metadata") or {}).get("labels") or {}).get("version"))
+    except (TypeError, ValueError):
+        return -1
+
+
+def decode_release(data):
+    """The release dict from a Secret's ``data.release`` as the API returns it (a str)."""
+    raw = base64.b64decode(base64.b64decode(data))
+    if raw[:3] == GZIP_MAGIC:
+        raw = gzip.decompress(raw)
+    return json.loads(raw.decode("utf-8"))
+
+
+def release_state(release_name, secrets):
+    """The newest revision of a release from its Secrets.
+
+    Returns ``{}`` when there is none, else ``{name, revision, status, chart, chart_version}``;
+    chart and chart_version are '' when the release body cannot be decoded (the status and revision
+    come from the labels and are enough to detect a pending release).
+    """
+    mine = [s for s in secrets or []
+            if (s.get("type") in (None, RELEASE_SECRET_TYPE))
+            and (((s.get("metadata") or {}).get("labels") or {}).get("name") == release_name)
+            and _revision(s) >= 0]
+    if not mine:
+        return {}
+    newest = max(mine, key=_revision)
+    labels = newest["metadata"].get("labels") or {}
+    chart, chart_version = "", ""
+    data = (newest.get("data") or {}).get("release")
+    if data:
+        try:
+            metadata = ((decode_release(data).get("chart") or {}).get("metadata") or {})
+            chart, chart_version = str(metadata.get("name") or ""), str(metadata.get("version") or "")
+        except (binascii.Error, ValueError, OSError, EOFError, UnicodeDecodeError, AttributeError):
+            pass
+    return {
+        "name": release_name,
+        "revision": _revision(newest),
+        "status": str(labels.get("status") or ""),
+        "chart": chart,
+        "chart_version": chart_version,
+    }

@@ -1,0 +1,293 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Complete pools -> the CPU topology of each node and of the cluster.
+
+Owns: reading the devices of a complete pool (attributes, ``<driver>/cpu``
+capacity, the cell each device belongs to) and the shape of the
+``dra_cpu_topology`` fact. Which slices form a complete pool is
+slice_pools.py; the largest claim the API allocates is claim_limits.py; the
+sizing rule is sizing.py; the table is table.py. Pure functions;
+nothing here talks to a cluster.
+
+* Grouped mode: one device per cell (NUMA node, socket or the machine) with
+  capacity ``<driver>/cpu``; the cell's allocatable CPUs are that capacity.
+* Individual mode: one device per CPU and no capacity; cells are the NUMA
+  nodes (attribute ``numaNodeID``) and a cell's allocatable CPUs are its
+  number of devices.
+* ``max_vm_host_cpus`` is the largest claim the API allocates with all its
+  CPUs in one cell, ``max_node_host_cpus`` the largest on one node at all
+  (claim_limits.py): in grouped mode both are the largest device's capacity
+  (a claim takes all its CPUs from one device); in individual mode they are
+  the largest cell and the largest node, each cut to the API's limit of
+  ``claim_device_limit`` devices per claim.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.claim_limits import (
+    CLAIM_DEVICE_LIMIT,
+    largest_claims,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import (
+    format_cpuset,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
+    DEFAULT_DRIVER,
+    group_pools,
+    pools_by_node,
+)
+
+GROUPED = "grouped"
+INDIVIDUAL = "individual"
+
+NUMANODE = "numanode"
+SOCKET = "socket"
+MACHINE = "machine"
+
+_GROUP_NAMES = (
+    (re.compile(r"^cpudevnuma(\d+)$"), NUMANODE),
+    (re.compile(r"^cpudevsocket(\d+)$"), SOCKET),
+    (re.compile(r"^cpudevmachine$"), MACHINE),
+)
+
+_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(m|k|M|G|T|Ki|Mi|Gi|Ti)?\s*$")
+_SUFFIX = {None: 1, "m": 0.001, "k": 1000, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12,
+           "Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4}
+
+
+class TopologyError(ValueError):
+    """The slices cannot be turned into a topology."""
+
+
+# --------------------------------------------------------------------------- devices
+
+
+def parse_quantity(value):
+    """Parse a Kubernetes quantity holding a CPU count: ``"4"``, ``4``, ``"4000m"``.
+
+    Returns an int when the value is whole, a float otherwise; raises
+    TopologyError for anything else.
+    """
+    if isinstance(value, dict):
+        value = value.get("value")
+    if isinstance(value, bool) or value is None:
+        raise TopologyError("not a quantity: %r" % (value,))
+    if isinstance(value, (int, float)):
+        number = value
+    else:
+        match = _QUANTITY.match(str(value))
+        if not match:
+            raise TopologyError("not a quantity: %r" % (value,))
+        number = float(match.group(1)) * _SUFFIX[match.group(2)]
+    if float(number).is_integer():
+        return int(number)
+    return number
+
+
+def _devices(obj):
+    devices = []
+    for device in ((obj or {}).get("spec") or {}).get("devices") or []:
+        if isinstance(device, dict) and "basic" in device and isinstance(device["basic"], dict):
+            # v1beta1 shape: fields under "basic"
+            merged = dict(device["basic"])
+            merged["name"] = device.get("name")
+            device = merged
+        devices.append(device)
+    return devices
+
+
+def device_attribute(device, name, driver=DEFAULT_DRIVER, default=None):
+    """Value of attribute ``name`` (qualified ``<driver>/name`` or bare ``name``)."""
+    attrs = device.get("attributes") or {}
+    for key in ("%s/%s" % (driver, name), name):
+        if key in attrs:
+            value = attrs[key]
+            if isinstance(value, dict):
+                for kind in ("int", "bool", "string", "version"):
+                    if kind in value:
+                        return value[kind]
+                return default
+            return value
+    return default
+
+
+def device_capacity(device, driver=DEFAULT_DRIVER):
+    """The ``<driver>/cpu`` capacity of a device, or None (individual device)."""
+    capacity = device.get("capacity") or {}
+    for key in ("%s/cpu" % driver, "cpu"):
+        if key in capacity:
+            return parse_quantity(capacity[key])
+    return None
+
+
+# --------------------------------------------------------------------------- topology
+
+
+def _group_of(device, driver):
+    """(group_by, cell_id) of a grouped-mode device."""
+    name = device.get("name") or ""
+    for pattern, group in _GROUP_NAMES:
+        match = pattern.match(name)
+        if match:
+            if group == NUMANODE:
+                cell = device_attribute(device, "numaNodeID", driver)
+            elif group == SOCKET:
+                cell = device_attribute(device, "socketID", driver)
+            else:
+                return MACHINE, 0
+            if cell is None:
+                cell = int(match.group(1))
+            return group, int(cell)
+    # unknown name: infer from the attributes
+    numa = device_attribute(device, "numaNodeID", driver)
+    if numa is not None:
+        return NUMANODE, int(numa)
+    socket = device_attribute(device, "socketID", driver)
+    if socket is not None:
+        return SOCKET, int(socket)
+    return MACHINE, 0
+
+
+def _numa_of(device, driver):
+    for attr, domain in (("numaNodeID", driver), ("numaNode", "dra.net"),
+                         ("numaNode", "resource.kubernetes.io")):
+        value = device_attribute(device, attr, domain)
+        if value is not None:
+            return int(value)
+    return 0
+
+
+def node_topology(pool, driver=DEFAULT_DRIVER):
+    """The topology of one complete pool.
+
+    Returns ``{pool_generation, allocatable_cpus, cells, mode, group_by,
+    pool, slices, smt_enabled}``; each cell is ``{id, devices,
+    allocatable_cpus}`` (individual mode adds ``cpus``, the cpuset of the
+    cell's CPU ids when the driver publishes ``cpuID``).
+    """
+    devices = []
+    for obj in pool["slices"]:
+        devices.extend(_devices(obj))
+    grouped = [d for d in devices if device_capacity(d, driver) is not None]
+    smt = None
+    for device in devices:
+        value = device_attribute(device, "smtEnabled", driver)
+        if value is not None:
+            smt = bool(value) if smt is None else (smt or bool(value))
+
+    cells = {}
+    if grouped:
+        mode = GROUPED
+        groups = set()
+        for device in grouped:
+            group, cell_id = _group_of(device, driver)
+            groups.add(group)
+            cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
+            cell["devices"].append(device.get("name"))
+            cell["allocatable_cpus"] += device_capacity(device, driver)
+        if len(groups) == 1:
+            group_by = groups.pop()
+        else:
+            group_by = "mixed"
+    else:
+        mode = INDIVIDUAL
+        group_by = NUMANODE
+        cpu_ids = {}
+        for device in devices:
+            cell_id = _numa_of(device, driver)
+            cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
+            cell["devices"].append(device.get("name"))
+            cell["allocatable_cpus"] += 1
+            cpu = device_attribute(device, "cpuID", driver)
+            if cpu is not None:
+                cpu_ids.setdefault(cell_id, []).append(int(cpu))
+        for cell_id, ids in cpu_ids.items():
+            cells[cell_id]["cpus"] = format_cpuset(ids)
+
+    ordered = []
+    for cell_id in sorted(cells):
+        cell = cells[cell_id]
+        cell["devices"] = sorted(cell["devices"], key=_device_sort_key)
+        ordered.append(cell)
+    return {
+        "pool": pool["name"],
+        "pool_generation": pool["generation"],
+        "slices": pool["published"],
+        "mode": mode,
+        "group_by": group_by,
+        "smt_enabled": smt,
+        "allocatable_cpus": sum(c["allocatable_cpus"] for c in ordered),
+        "cells": ordered,
+    }
+
+
+def _device_sort_key(name):
+    name = name or ""
+    digits = re.search(r"(\d+)$", name)
+    return (re.sub(r"\d+$", "", name), int(digits.group(1)) if digits else -1, name)
+
+
+def _common(values):
+    values = set(values)
+    if not values:
+        return None
+    if len(values) == 1:
+        return values.pop()
+    return "mixed"
+
+
+def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
+    """Build the ``dra_cpu_topology`` facts from ResourceSlices.
+
+    Only nodes with a complete pool are included; ``nodes`` (optional)
+    restricts the result to those node names.
+    """
+    by_node = pools_by_node(group_pools(slices, driver))
+    wanted = set(nodes) if nodes is not None else None
+    node_facts = {}
+    for node in sorted(by_node):
+        if wanted is not None and node not in wanted:
+            continue
+        pool = by_node[node]
+        if not pool["complete"]:
+            continue
+        node_facts[node] = node_topology(pool, driver)
+    return cluster_topology(node_facts, driver)
+
+
+def cluster_topology(node_facts, driver=DEFAULT_DRIVER):
+    """The ``dra_cpu_topology`` facts from the per-node topologies (``{node: node_topology()}``)."""
+    largest = smallest = None
+    in_one_cell = on_one_node = 0
+    for node in sorted(node_facts):
+        facts = node_facts[node]
+        claims = largest_claims([c["allocatable_cpus"] for c in facts["cells"]], facts["allocatable_cpus"],
+                                facts["mode"] == INDIVIDUAL)
+        in_one_cell, on_one_node = max(in_one_cell, claims[0]), max(on_one_node, claims[1])
+        for cell in facts["cells"]:
+            if largest is None or cell["allocatable_cpus"] > largest[1]["allocatable_cpus"]:
+                largest = (node, cell)
+            if smallest is None or cell["allocatable_cpus"] < smallest[1]["allocatable_cpus"]:
+                smallest = (node, cell)
+
+    def _ref(item):
+        if item is None:
+            return None
+        return {"node": item[0], "id": item[1]["id"], "allocatable_cpus": item[1]["allocatable_cpus"]}
+
+    return {
+        "driver": driver,
+        "mode": _common(n["mode"] for n in node_facts.values()),
+        "group_by": _common(n["group_by"] for n in node_facts.values()),
+        "nodes": node_facts,
+        "total_allocatable_cpus": sum(n["allocatable_cpus"] for n in node_facts.values()),
+        "max_vm_host_cpus": in_one_cell,
+        "max_node_host_cpus": on_one_node,
+        "claim_device_limit": CLAIM_DEVICE_LIMIT,
+        "largest_cell": _ref(largest),
+        "smallest_cell": _ref(smallest),
+    }

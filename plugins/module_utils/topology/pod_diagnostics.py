@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Why a node has not published: the driver pod's state and logs, as text.
+
+Owns: the per-pod summary (phase, container states, restarts, last
+termination), the report of every pending node after a wait timed out, and
+the failure message built from it. Reads pods and logs through the given
+API object and never raises on I/O errors (they go into the report). The
+wait itself is in waiter.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
+    describe_selectors,
+    list_driver_pods,
+    pod_node,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
+
+
+def _meta(obj):
+    return (obj or {}).get("metadata") or {}
+
+
+def pod_state(pod):
+    """``{name, phase, reason, message, containers: [{name, ready, restarts, state, reason}]}``."""
+    status = (pod or {}).get("status") or {}
+    containers = []
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        state = cs.get("state") or {}
+        current = next(iter(state), "unknown") if state else "unknown"
+        detail = state.get(current) or {}
+        entry = {
+            "name": cs.get("name"),
+            "ready": bool(cs.get("ready")),
+            "restarts": cs.get("restartCount", 0),
+            "state": current,
+            "reason": detail.get("reason") or "",
+        }
+        last = (cs.get("lastState") or {}).get("terminated") or {}
+        if last:
+            entry["last_termination"] = "%s (exit %s)" % (last.get("reason") or "terminated",
+                                                          last.get("exitCode"))
+        containers.append(entry)
+    return {
+        "name": _meta(pod).get("name"),
+        "phase": status.get("phase") or "Unknown",
+        "reason": status.get("reason") or "",
+        "message": status.get("message") or "",
+        "containers": containers,
+    }
+
+
+def describe_pod(state):
+    """One line: ``pod p Running; container dracpu waiting CrashLoopBackOff, 5 restarts``."""
+    text = "pod %s %s" % (state["name"], state["phase"])
+    if state["reason"]:
+        text += " (%s)" % state["reason"]
+    parts = []
+    for c in state["containers"]:
+        part = "container %s %s" % (c["name"], c["state"])
+        if c["reason"]:
+            part += " %s" % c["reason"]
+        if c["restarts"]:
+            part += ", %d restarts" % c["restarts"]
+        if c.get("last_termination"):
+            part += ", last %s" % c["last_termination"]
+        parts.append(part)
+    if parts:
+        text += "; " + "; ".join(parts)
+    return text
+
+
+def pending_report(api, result, namespace, pod_selector, log_lines=20, container=None):
+    """Per node still missing or incomplete: state, reason, driver pod, logs.
+
+    ``pod_selector`` is one label selector or a list of them (a release's
+    DaemonSets). Returns a list of ``{node, state, reason, pod, logs}``; I/O
+    errors are reported in the entries rather than raised.
+    """
+    selectors = [pod_selector] if isinstance(pod_selector, str) else list(pod_selector)
+    progress = result["progress"]
+    entries = []
+    pods_by_node = {}
+    pod_error = None
+    try:
+        for pod in list_driver_pods(api, namespace, selectors):
+            node = pod_node(pod)
+            if node:
+                pods_by_node.setdefault(node, []).append(pod)
+    except KubeRequestError as exc:
+        pod_error = exc.message
+    pending = [(n, "missing", "no ResourceSlice published") for n in progress["missing"]]
+    pending += [(n, "incomplete", r) for n, r in sorted(progress["incomplete"].items())]
+    for node, state, reason in sorted(pending):
+        entry = {"node": node, "state": state, "reason": reason, "pod": None, "logs": []}
+        pods = pods_by_node.get(node) or []
+        if pod_error:
+            entry["pod_error"] = pod_error
+        elif not pods:
+            entry["pod_error"] = "no driver pod on this node (namespace %s, %s)" % (
+                namespace, describe_selectors(selectors))
+        else:
+            pod = pods[0]
+            entry["pod"] = pod_state(pod)
+            if log_lines and entry["pod"]["phase"] != "Pending":
+                try:
+                    text = api.pod_log(namespace, entry["pod"]["name"], container=container, tail_lines=log_lines)
+                    entry["logs"] = text.splitlines()[-int(log_lines):]
+                except KubeRequestError as exc:
+                    entry["logs_error"] = exc.message
+        entries.append(entry)
+    return entries
+
+
+def timeout_message(driver, timeout, entries, stats=None):
+    """The failure message listing each pending node with its pod and logs."""
+    lines = ["timed out after %ss waiting for the ResourceSlices of driver %s on %d node(s):"
+             % (timeout, driver, len(entries))]
+    for entry in entries:
+        line = "- %s: %s" % (entry["node"], entry["reason"])
+        if entry.get("pod"):
+            line += "; " + describe_pod(entry["pod"])
+        elif entry.get("pod_error"):
+            line += "; " + entry["pod_error"]
+        lines.append(line)
+        if entry.get("logs"):
+            lines.append("  last log lines of %s:" % entry["pod"]["name"])
+            lines.extend("    " + log for log in entry["logs"])
+        elif entry.get("logs_error"):
+            lines.append("  logs unavailable: %s" % entry["logs_error"])
+    return "\n".join(lines)

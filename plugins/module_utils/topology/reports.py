@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""What cpu_topology leaves in ``report_dir`` for a CI lane's artifacts.
+
+Owns: the content of ``dra-cpu-topology.json`` (the ``dra_cpu_topology`` fact, after a successful
+wait) and of ``dra-cpu-failure.json`` (after a failed one: the message, the nodes still pending with
+their driver pod's state and last log lines, the topology of the nodes that did complete, every
+ResourceSlice of the driver and the state of every driver pod), so that a failed lane's artifacts
+say why. The files and how they are written are report_files.py; reading the pods' logs is
+pod_diagnostics.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
+    list_driver_pods,
+    pod_node,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import pod_state
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.report_files import (
+    FAILURE,
+    TOPOLOGY,
+    write_report,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SLICES_PATH
+
+
+def _read(what, read):
+    """``(value, None)`` or ``(None, error)``: a failure report is written even when a read fails."""
+    try:
+        return read(), None
+    except KubeRequestError as exc:
+        return None, "cannot read %s: %s" % (what, exc.message)
+
+
+def failure_report(api, driver, namespace, selectors, message, result):
+    """The failure report: the message and what the wait saw, plus a fresh read of the driver's
+    slices and pods (one list each)."""
+    slices, slices_error = _read("the ResourceSlices", lambda: api.get_json(
+        SLICES_PATH, {"fieldSelector": "spec.driver=%s" % driver}).get("items") or [])
+    pods, pods_error = _read("the driver pods", lambda: list_driver_pods(api, namespace, selectors))
+    report = {
+        "message": message,
+        "pending_nodes": result.get("pending_nodes") or [],
+        # the nodes that completed (a timeout), or all of them (a sizing mismatch)
+        "topology": result.get("topology") or (result.get("ansible_facts") or {}).get("dra_cpu_topology"),
+        "resource_slices": slices,
+        "driver_pods": [dict(pod_state(p), node=pod_node(p)) for p in pods or []],
+    }
+    errors = [e for e in (slices_error, pods_error) if e]
+    if errors:
+        report["read_errors"] = errors
+    return report
+
+
+def write_topology_reports(report_dir, api, params, selectors, result, failure):
+    """``dra-cpu-topology.json`` after a successful wait, ``dra-cpu-failure.json`` after a failed one.
+    Returns the path written (None without ``report_dir``)."""
+    if not report_dir:
+        return None
+    if failure:
+        return write_report(report_dir, FAILURE, failure_report(
+            api, params["driver"], params["namespace"], selectors, failure, result))
+    return write_report(report_dir, TOPOLOGY, result["ansible_facts"]["dra_cpu_topology"])

@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""ResourceSlices of dra-driver-cpu -> pools and their completeness.
+
+Owns: which slices belong together (a pool), which generation of a pool
+counts, and whether a pool is complete; the per-node progress the waiter
+reports. Pure functions over ResourceSlice objects as plain dicts (the JSON
+shape of ``resource.k8s.io/v1``); nothing here talks to a cluster, reads
+devices (that is fact.py) or formats text (table.py).
+
+Rules (see docs/internals.md and the driver reference):
+
+* Slices are grouped by pool (``spec.pool.name``); the node of a pool is
+  ``spec.nodeName``. Slice names are never looked at: they changed between
+  driver releases.
+* A pool is complete when the number of its slices at the pool's highest
+  ``spec.pool.generation`` equals ``spec.pool.resourceSliceCount`` of those
+  slices. Slices of older generations are left-overs of an update and are
+  ignored.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DEFAULT_DRIVER = "dra.cpu"
+
+
+def _spec(obj):
+    return (obj or {}).get("spec") or {}
+
+
+def _pool(obj):
+    return _spec(obj).get("pool") or {}
+
+
+def _int(value, default=0):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def slice_node(obj):
+    """The node a slice belongs to (``spec.nodeName``) or None."""
+    return _spec(obj).get("nodeName") or None
+
+
+def slice_name(obj):
+    return ((obj or {}).get("metadata") or {}).get("name") or ""
+
+
+def group_pools(slices, driver=DEFAULT_DRIVER):
+    """Group slices by pool and judge each pool's completeness.
+
+    Returns ``{pool_name: pool}`` where pool is a dict with keys ``name``,
+    ``node``, ``generation`` (highest seen), ``resource_slice_count``
+    (declared at that generation), ``slices`` (the slices at that
+    generation), ``published`` (their number), ``stale_slices`` (number of
+    slices of older generations), ``complete`` (bool) and ``reason`` (why it is
+    not complete, '' when complete). Slices of other drivers are ignored.
+    """
+    by_pool = {}
+    for obj in slices or []:
+        spec = _spec(obj)
+        if driver and spec.get("driver") not in (None, driver):
+            continue
+        pool = _pool(obj)
+        name = pool.get("name") or slice_node(obj)
+        if not name:
+            continue
+        by_pool.setdefault(name, []).append(obj)
+
+    result = {}
+    for name, members in by_pool.items():
+        generation = max(_int(_pool(s).get("generation")) for s in members)
+        current = [s for s in members if _int(_pool(s).get("generation")) == generation]
+        counts = sorted(set(_int(_pool(s).get("resourceSliceCount"), 1) for s in current))
+        declared = counts[-1]
+        nodes = sorted(set(n for n in (slice_node(s) for s in current) if n))
+        published = len(current)
+        reason = ""
+        if len(counts) > 1:
+            reason = ("slices at generation %d disagree on resourceSliceCount (%s)"
+                      % (generation, ", ".join(str(c) for c in counts)))
+        elif published < declared:
+            reason = ("%d of %d slices published at generation %d"
+                      % (published, declared, generation))
+        elif published > declared:
+            reason = ("%d slices at generation %d but resourceSliceCount is %d"
+                      % (published, generation, declared))
+        result[name] = {
+            "name": name,
+            "node": nodes[0] if nodes else None,
+            "generation": generation,
+            "resource_slice_count": declared,
+            "slices": sorted(current, key=slice_name),
+            "published": published,
+            "stale_slices": len(members) - published,
+            "complete": not reason,
+            "reason": reason,
+        }
+    return result
+
+
+def pools_by_node(pools):
+    """Map node name -> its pool (the pool named after the node wins)."""
+    out = {}
+    for name in sorted(pools):
+        pool = pools[name]
+        node = pool["node"]
+        if not node:
+            continue
+        if node not in out or name == node:
+            out[node] = pool
+    return out
+
+
+def pool_progress(slices, targets, driver=DEFAULT_DRIVER):
+    """Where each target node stands: ``{complete, missing, incomplete}``.
+
+    ``complete``: sorted node names with a complete pool; ``missing``: sorted
+    node names without any slice; ``incomplete``: ``{node: reason}``.
+    """
+    by_node = pools_by_node(group_pools(slices, driver))
+    progress = {"complete": [], "missing": [], "incomplete": {}}
+    for node in sorted(set(targets)):
+        pool = by_node.get(node)
+        if pool is None:
+            progress["missing"].append(node)
+        elif pool["complete"]:
+            progress["complete"].append(node)
+        else:
+            progress["incomplete"][node] = pool["reason"]
+    return progress

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The per-cell table of a ``dra_cpu_topology`` fact, as lines of text.
+
+Owns: the one rendering of the topology that users see. ``cpu_topology``
+returns it as ``summary`` and the role's tasks only print it (no Jinja copy).
+Reads the shape built by fact.py; computes nothing about pools or
+sizing.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import (
+    GROUPED,
+    INDIVIDUAL,
+    MACHINE,
+    NUMANODE,
+    SOCKET,
+)
+
+DEVICES_WIDTH = 20
+EMPTY = "(no CPUs published)"
+# rows for at most this many nodes (the fact has them all): 1,000 nodes x 8 cells would be 9,000
+# lines, 0.4 MB of result that Ansible scrubs, sends and prints
+MAX_NODES = 50
+# what one grouped-mode device spans, per group_by
+_DEVICE_SPAN = {NUMANODE: "one NUMA cell", SOCKET: "one socket", MACHINE: "the machine"}
+
+
+def _devices(names):
+    """The device names joined by commas, cut to DEVICES_WIDTH with '...'."""
+    text = ",".join(names)
+    if len(text) > DEVICES_WIDTH:
+        text = text[:DEVICES_WIDTH - 3] + "..."
+    return text
+
+
+def sizing_lines(topology):
+    """The largest VM, worded for the device mode (the numbers come from fact.py).
+
+    Grouped mode: one line, a claim being one device. Individual (or mixed) mode: the largest
+    claim on one node, which the API's device limit caps, then the largest in one NUMA cell.
+    """
+    vm = topology.get("max_vm_host_cpus", "?")
+    if topology.get("mode") == GROUPED:
+        return ["largest VM that fits: %s host CPUs (a claim takes all its CPUs from one device: %s)"
+                % (vm, _DEVICE_SPAN.get(topology.get("group_by"), "one cell"))]
+    limit = topology.get("claim_device_limit", "?")
+    if topology.get("mode") == INDIVIDUAL:
+        why = "a claim holds at most %s devices, one per CPU" % limit
+    else:
+        why = ("a claim takes one device on a grouped node, at most %s devices, one per CPU, on an "
+               "individual-mode node" % limit)
+    return ["largest VM that fits: %s host CPUs on one node (%s)" % (topology.get("max_node_host_cpus", "?"), why),
+            "largest NUMA-aligned VM: %s host CPUs (a claim whose devices all come from one NUMA cell)" % vm]
+
+
+def render_table(topology):
+    """Node, cell, devices, allocatable CPUs; a total per node; the largest VM (sizing_lines) and cells.
+
+    Returns a list of lines; a topology without nodes gives ``[EMPTY]``. Past ``MAX_NODES`` nodes,
+    one line says how many more there are instead of their rows.
+    """
+    nodes = topology.get("nodes") or {}
+    if not nodes:
+        return [EMPTY]
+    width = max([4] + [len(name) for name in nodes])
+    lines = ["%-*s  CELL  %-*s  ALLOCATABLE CPUS" % (width, "NODE", DEVICES_WIDTH, "DEVICES")]
+    names = sorted(nodes)
+    for name in names[:MAX_NODES]:
+        node = nodes[name]
+        for cell in node.get("cells") or []:
+            lines.append("%-*s  %4s  %-*s  %s" % (width, name, cell["id"], DEVICES_WIDTH,
+                                                  _devices(cell.get("devices") or []),
+                                                  cell["allocatable_cpus"]))
+        lines.append("%-*s  total   %*s%s" % (width, name, DEVICES_WIDTH, "", node.get("allocatable_cpus", "?")))
+    if len(names) > MAX_NODES:
+        lines.append("... and %d more node(s), %s to %s: their cells are in the dra_cpu_topology fact"
+                     % (len(names) - MAX_NODES, names[MAX_NODES], names[-1]))
+    lines.extend(sizing_lines(topology))
+    largest, smallest = topology.get("largest_cell"), topology.get("smallest_cell")
+    if largest:
+        line = "largest cell: %s cell %s, %s CPUs" % (largest["node"], largest["id"], largest["allocatable_cpus"])
+        if smallest:
+            line += "; smallest cell: %s cell %s, %s CPUs" % (smallest["node"], smallest["id"],
+                                                              smallest["allocatable_cpus"])
+        lines.append(line)
+    return lines

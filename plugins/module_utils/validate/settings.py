@@ -1,0 +1,335 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The validate step of the dra_cpu role: check and normalise its inputs (pure functions).
+
+One layer per entry point:
+
+* the role's ``meta/argument_specs.yml`` carries the types, choices and defaults of the role
+  variables (ansible checks them before the role's first task);
+* ``argument_spec()`` below is the typed spec of the ``validate`` module and its action plugin,
+  for direct use;
+* ``validate_inputs`` checks only what neither spec can express: cpuset syntax, chart references,
+  DNS labels, Go durations and positive counts, cross-field rules (vCPUs vs NUMA cells vs reserved
+  CPUs, plain-http mirrors), the environment-variable fallbacks that arrive as strings (``''`` =
+  unset), case-insensitive choices, and that the helm binary and the kubeconfig exist.
+
+Every error names the role variable (``dra_cpu_...``), the bad value and what is accepted; all
+errors are collected, not just the first (wording: ``checks.py``). Must not contact a cluster.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import (
+    EXAMPLE as CPUSET_EXAMPLE,
+    CpusetError,
+    format_cpuset,
+    parse_cpuset,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import is_semver, is_helm_version
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import CHECKS
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import values as cv
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks import (
+    DNS1123_LABEL,
+    GROUP_BY,
+    HTTP_URL,
+    MODES,
+    NAMESPACE_MAX,
+    RELEASE_MAX,
+    STATES,
+    blank,
+    choice,
+    err,
+    format_duration,
+    optional_positive_int,
+    parse_duration,
+    positive_int,
+    validate_chart,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.kubeconfig import check_kubeconfig
+
+
+def _check_driver(p, settings, errors):
+    """reserved_cpus, group_by, cpu_device_mode. Returns the reserved CPU ids."""
+    raw = p.get("reserved_cpus")
+    reserved = []
+    try:
+        reserved = parse_cpuset("" if raw is None else raw)
+    except CpusetError as exc:
+        errors.append(err("reserved_cpus", raw, "is not a valid cpuset (%s)" % exc,
+                          "a list like %s" % CPUSET_EXAMPLE))
+    settings["reserved_cpus"] = format_cpuset(reserved)
+    settings["reserved_cpu_list"] = reserved
+
+    raw = p.get("group_by")
+    group_by = "" if blank(raw) else str(raw).strip().lower()
+    if group_by and group_by not in GROUP_BY:
+        errors.append(err("group_by", raw, "is not a grouping",
+                          "one of %s, or empty for the chart default" % ", ".join(GROUP_BY)))
+    settings["group_by"] = group_by
+
+    choice(p, "cpu_device_mode", "grouped", MODES, "a device mode", settings, errors)
+    return reserved
+
+
+def _check_chart_and_release(p, settings, errors):
+    """chart, chart_version, namespace, release_name. Returns whether the version is usable."""
+    raw = p.get("chart")
+    if raw is not None:
+        reason = validate_chart(raw)
+        if reason:
+            errors.append(err("chart", raw, reason,
+                              "oci://<registry>/<path>, an http(s) chart repository URL, or a local path"))
+        settings["chart"] = raw.strip() if isinstance(raw, str) else raw
+
+    raw = p.get("chart_version")
+    version = "" if blank(raw) else str(raw).strip()
+    version_ok = True
+    if version and not is_semver(version):
+        version_ok = False
+        errors.append(err("chart_version", raw, "is not a semantic version",
+                          "a chart version like 0.3.0, or empty for the newest"))
+    settings["chart_version"] = version
+
+    for option, limit in (("namespace", NAMESPACE_MAX), ("release_name", RELEASE_MAX)):
+        raw = p.get(option)
+        if raw is None:
+            continue
+        text = raw if isinstance(raw, str) else str(raw)
+        if not DNS1123_LABEL.match(text) or len(text) > limit:
+            reason = ("is longer than %d characters" % limit if DNS1123_LABEL.match(text)
+                      else "is not a DNS-1123 label")
+            errors.append(err(option, raw, reason,
+                              "lower-case letters, digits and '-', starting and ending with a letter "
+                              "or digit, at most %d characters" % limit))
+        settings[option] = text
+    return version_ok
+
+
+def _check_timeouts(p, settings, errors):
+    """helm_timeout (seconds or a Go duration), topology/uninstall timeouts (positive)."""
+    raw = p.get("helm_timeout")
+    if raw is not None:
+        try:
+            seconds = parse_duration(raw)
+            if seconds <= 0:
+                raise ValueError("is not positive")
+            settings["helm_timeout"] = format_duration(seconds)
+            settings["helm_timeout_seconds"] = seconds
+        except ValueError as exc:
+            errors.append(err("helm_timeout", raw, str(exc),
+                              "a positive number of seconds or a Go duration like 5m or 1h30m"))
+
+    for option in ("topology_timeout", "uninstall_timeout"):
+        raw = p.get(option)
+        if raw is None:
+            continue
+        try:
+            settings[option] = positive_int(raw)
+        except ValueError as exc:
+            errors.append(err(option, raw, str(exc), "a positive number of seconds"))
+
+
+def _check_helm(p, settings, errors):
+    """helm_version, helm_mirror (+ allow_http), helm_binary."""
+    raw = p.get("helm_version")
+    if not blank(raw):
+        text = str(raw).strip()
+        if re.match(r"^[0-9]", text):
+            text = "v" + text
+        if not is_helm_version(text):
+            errors.append(err("helm_version", raw, "is not a helm release", "a version like v3.16.4"))
+        settings["helm_version"] = text
+
+    allow_http = bool(p.get("helm_mirror_allow_http"))
+    settings["helm_mirror_allow_http"] = allow_http
+    raw = p.get("helm_mirror")
+    if raw is not None:
+        text = str(raw).strip().rstrip("/")
+        if not HTTP_URL.match(text):
+            errors.append(err("helm_mirror", raw, "is not an http(s) URL",
+                              "a URL like https://get.helm.sh"))
+        elif text.startswith("http://") and not allow_http:
+            errors.append(err("helm_mirror", raw, "uses plain http",
+                              "an https URL, or set dra_cpu_helm_mirror_allow_http: true"))
+        settings["helm_mirror"] = text
+
+    # '' = helm from PATH or a download; otherwise it must be there and executable
+    raw = p.get("helm_binary")
+    settings["helm_binary"] = ""
+    if not blank(raw):
+        path = os.path.expanduser(str(raw).strip())
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            errors.append(err("helm_binary", raw, "is not an executable file",
+                              "the path of a helm v3 >= 3.13 binary, or empty to use helm from PATH or "
+                              "download %s" % (settings.get("helm_version") or "helm")))
+        settings["helm_binary"] = path
+
+    # '' = no report files; else a directory (made when missing) for the run's JSON reports
+    raw = p.get("report_dir")
+    settings["report_dir"] = ""
+    if not blank(raw):
+        path = os.path.abspath(os.path.expanduser(str(raw).strip()))
+        if os.path.exists(path) and not os.path.isdir(path):
+            errors.append(err("report_dir", raw, "exists and is not a directory",
+                              "a directory for the run's reports (made when missing), or empty for none"))
+        settings["report_dir"] = path
+
+
+def _check_sizing(p, reserved, settings, errors):
+    """num_vcpu / num_numa_nodes (environment fallbacks, '' = unknown) against each other and
+    against the reserved CPUs; min_cell_cpus."""
+    num_vcpu = optional_positive_int("num_vcpu", p.get("num_vcpu"), errors)
+    num_numa = optional_positive_int("num_numa_nodes", p.get("num_numa_nodes"), errors)
+    if num_vcpu is not None and num_numa is not None and num_vcpu % num_numa:
+        errors.append(err("num_vcpu", p.get("num_vcpu"),
+                          "cannot be split evenly over %d NUMA nodes (dra_cpu_num_numa_nodes)" % num_numa,
+                          "a multiple of %d" % num_numa))
+    if num_vcpu is not None and reserved:
+        outside = [c for c in reserved if c >= num_vcpu]
+        if outside:
+            errors.append(err("reserved_cpus", p.get("reserved_cpus"),
+                              "names CPUs %s that a %d-vCPU node does not have (dra_cpu_num_vcpu)"
+                              % (format_cpuset(outside), num_vcpu),
+                              "CPU ids between 0 and %d" % (num_vcpu - 1)))
+        elif len(reserved) >= num_vcpu:
+            errors.append(err("reserved_cpus", p.get("reserved_cpus"),
+                              "reserves all %d vCPUs, the driver would publish nothing" % num_vcpu,
+                              "fewer reserved CPUs than dra_cpu_num_vcpu"))
+    settings["num_vcpu"] = num_vcpu
+    settings["num_numa_nodes"] = num_numa
+
+    # 0 disables the check
+    raw = p.get("min_cell_cpus")
+    if not blank(raw):
+        try:
+            if isinstance(raw, bool) or not (isinstance(raw, int) or re.match(r"^\s*-?[0-9]+\s*$", str(raw))):
+                raise ValueError("is not a whole number")
+            if int(raw) < 0:
+                raise ValueError("is negative")
+            settings["min_cell_cpus"] = int(raw)
+        except ValueError as exc:
+            errors.append(err("min_cell_cpus", raw, str(exc), "a number of CPUs, 0 to disable the check"))
+
+
+def _check_values_and_preflight(p, settings, errors):
+    """chart_values (a mapping), preflight_ignore (known check names), state."""
+    raw = p.get("chart_values")
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        errors.append(err("chart_values", raw, "is not a mapping", "a dict of helm values"))
+        raw = {}
+    settings["chart_values"] = raw
+
+    raw = p.get("preflight_ignore")
+    if blank(raw):
+        ignore = []
+    elif isinstance(raw, str):
+        ignore = [x.strip() for x in raw.split(",") if x.strip()]
+    elif isinstance(raw, (list, tuple)):
+        ignore = [str(x).strip() for x in raw]
+    else:
+        ignore = None
+        errors.append(err("preflight_ignore", raw, "is not a list", "a list of check names"))
+    if ignore is not None:
+        unknown = [x for x in ignore if x not in CHECKS]
+        if unknown:
+            errors.append(err("preflight_ignore", raw, "names unknown checks %s" % ", ".join(unknown),
+                              "check names among %s" % ", ".join(CHECKS)))
+        settings["preflight_ignore"] = [x for x in ignore if x in CHECKS]
+
+    choice(p, "state", "present", STATES, "a state", settings, errors)
+
+
+def validate_inputs(params):
+    """Validate and normalise the ``validate`` module's options.
+
+    Returns ``(settings, errors)``: ``settings`` the normalised values (only
+    meaningful when ``errors`` is empty), ``errors`` one message per bad
+    variable, in the order of the checks.
+    """
+    errors = []
+    settings = {}
+    p = dict(params or {})
+    reserved = _check_driver(p, settings, errors)
+    version_ok = _check_chart_and_release(p, settings, errors)
+    _check_timeouts(p, settings, errors)
+    _check_helm(p, settings, errors)
+    _check_sizing(p, reserved, settings, errors)
+    _check_values_and_preflight(p, settings, errors)
+    # kubeconfig / context: checked locally so that a typo fails here, naming the variable
+    errors.extend(check_kubeconfig(p.get("kubeconfig"), p.get("context")))
+
+    # derived: the version-number fallback for the values layout (the role maps the values onto
+    # the keys the chart really has once it has read the chart: chart/layout.py)
+    if version_ok:
+        settings["values_key"] = cv.values_key(settings["chart_version"])
+        settings["supports_node_affinity"] = cv.supports_node_affinity(settings["chart_version"])
+    return settings, errors
+
+
+def chart_values_for(settings):
+    """The helm values for validated ``settings``, by the version-number fallback."""
+    return cv.build_values(
+        settings.get("chart_version", ""),
+        reserved_cpus=settings.get("reserved_cpus", ""),
+        group_by=settings.get("group_by", ""),
+        cpu_device_mode=settings.get("cpu_device_mode", "grouped"),
+        user_values=settings.get("chart_values") or {},
+    )
+
+
+def argument_spec():
+    """The typed options of kubevirtci.dra_cpu.validate (module and action plugin).
+
+    ``raw`` only where a value has more than one accepted form: ``helm_timeout`` (seconds or a Go
+    duration), ``num_vcpu``/``num_numa_nodes`` (an integer, or '' from an unset environment
+    variable), ``min_cell_cpus`` ('' = unset), ``chart_values`` (a mapping: a ``k=v`` string would
+    otherwise be turned into one silently).
+    """
+    return dict(
+        reserved_cpus=dict(type="str", default=""),
+        group_by=dict(type="str", default=""),
+        cpu_device_mode=dict(type="str", default="grouped"),
+        chart=dict(type="str"),
+        chart_version=dict(type="str"),
+        namespace=dict(type="str"),
+        release_name=dict(type="str"),
+        helm_timeout=dict(type="raw"),
+        topology_timeout=dict(type="int"),
+        uninstall_timeout=dict(type="int"),
+        helm_version=dict(type="str"),
+        helm_mirror=dict(type="str"),
+        helm_mirror_allow_http=dict(type="bool", default=False),
+        helm_binary=dict(type="str", default=""),
+        report_dir=dict(type="str", default=""),
+        num_vcpu=dict(type="raw"),
+        num_numa_nodes=dict(type="raw"),
+        chart_values=dict(type="raw", default={}),
+        preflight_ignore=dict(type="list", elements="str", default=[]),
+        state=dict(type="str", default="present"),
+        min_cell_cpus=dict(type="raw"),
+        kubeconfig=dict(type="str", default=""),
+        context=dict(type="str", default=""),
+    )
+
+
+def validation_result(params):
+    """The validate result for checked ``params``: ``failed`` with ``msg`` and ``errors``, or the
+    normalised settings and the chart values."""
+    settings, errors = validate_inputs(params)
+    if errors:
+        return {"failed": True, "msg": "%d invalid input(s): %s" % (len(errors), "; ".join(errors)),
+                "errors": errors}
+    return {
+        "changed": False,
+        "settings": settings,
+        "chart_values": chart_values_for(settings),
+        "values_key": settings["values_key"],
+        "supports_node_affinity": settings["supports_node_affinity"],
+    }

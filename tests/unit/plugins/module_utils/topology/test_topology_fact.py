@@ -1,0 +1,286 @@
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+import pytest
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import slice_pools
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
+
+
+# ------------------------------------------------------------------ reference example
+
+
+def test_reference_grouped_numanode(slices):
+    topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    assert topo["driver"] == "dra.cpu"
+    assert topo["mode"] == "grouped"
+    assert topo["group_by"] == "numanode"
+    node = topo["nodes"]["node-a"]
+    assert node["pool_generation"] == 1
+    assert node["allocatable_cpus"] == 10
+    assert node["smt_enabled"] is False
+    assert node["cells"] == [
+        {"id": 0, "devices": ["cpudevnuma000"], "allocatable_cpus": 4},
+        {"id": 1, "devices": ["cpudevnuma001"], "allocatable_cpus": 6},
+    ]
+    assert topo["max_vm_host_cpus"] == 6
+    # a grouped claim is one device: on one node it gets no more than in one cell
+    assert topo["max_node_host_cpus"] == 6
+    assert topo["claim_device_limit"] == 32
+    assert topo["largest_cell"] == {"node": "node-a", "id": 1, "allocatable_cpus": 6}
+    assert topo["smallest_cell"] == {"node": "node-a", "id": 0, "allocatable_cpus": 4}
+    assert topo["total_allocatable_cpus"] == 10
+
+
+def test_reference_individual(slices):
+    topo = t.build_topology(slices("reference_individual.yaml"))
+    assert topo["mode"] == "individual"
+    assert topo["group_by"] == "numanode"
+    cells = topo["nodes"]["node-a"]["cells"]
+    assert [c["id"] for c in cells] == [0, 1]
+    assert cells[0]["allocatable_cpus"] == 4
+    assert cells[0]["devices"] == ["cpudev000", "cpudev001", "cpudev002", "cpudev003"]
+    assert cells[0]["cpus"] == "2-5"
+    assert cells[1]["allocatable_cpus"] == 6
+    assert cells[1]["cpus"] == "6-11"
+    assert cells[1]["devices"][-1] == "cpudev009"
+    # individual mode: the largest claim inside one NUMA cell, and on the node (devices from both cells)
+    assert topo["max_vm_host_cpus"] == 6
+    assert topo["max_node_host_cpus"] == 10
+
+
+def test_grouped_socket_smt(slices):
+    topo = t.build_topology(slices("grouped_socket_smt.yaml"))
+    assert topo["group_by"] == "socket"
+    node = topo["nodes"]["node01"]
+    assert node["smt_enabled"] is True
+    assert node["cells"] == [
+        {"id": 0, "devices": ["cpudevsocket000"], "allocatable_cpus": 6},
+        {"id": 1, "devices": ["cpudevsocket001"], "allocatable_cpus": 8},
+    ]
+    assert topo["max_vm_host_cpus"] == 8
+
+
+def test_grouped_machine(slices):
+    topo = t.build_topology(slices("grouped_machine.yaml"))
+    assert topo["group_by"] == "machine"
+    assert topo["nodes"]["node01"]["cells"] == [
+        {"id": 0, "devices": ["cpudevmachine"], "allocatable_cpus": 10}]
+    assert topo["largest_cell"] == topo["smallest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 10}
+
+
+def test_individual_smt_chunks(slices):
+    items = slices("individual_smt_chunks.yaml")
+    assert len(items) == 2
+    pools = slice_pools.group_pools(items)
+    assert pools["node01"]["published"] == 2
+    assert pools["node01"]["resource_slice_count"] == 2
+    assert pools["node01"]["complete"] is True
+    topo = t.build_topology(items)
+    node = topo["nodes"]["node01"]
+    assert node["smt_enabled"] is True
+    assert node["slices"] == 2
+    assert [c["allocatable_cpus"] for c in node["cells"]] == [78, 80]
+    assert node["cells"][0]["cpus"] == "2-39,80-119"
+    assert node["cells"][1]["cpus"] == "40-79,120-159"
+    assert node["allocatable_cpus"] == 158
+    assert topo["largest_cell"] == {"node": "node01", "id": 1, "allocatable_cpus": 80}
+    # one claim's allocation holds at most 32 devices (k8s.io/api resource/v1 AllocationResultsMaxSize)
+    assert topo["max_vm_host_cpus"] == 32
+    assert topo["max_node_host_cpus"] == 32
+    assert topo["smallest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 78}
+
+
+def test_one_chunk_missing_is_incomplete(slices):
+    items = slices("individual_smt_chunks.yaml")[:1]
+    pools = slice_pools.group_pools(items)
+    assert pools["node01"]["complete"] is False
+    assert pools["node01"]["reason"] == "1 of 2 slices published at generation 1"
+    assert t.build_topology(items)["nodes"] == {}
+    assert slice_pools.pool_progress(items, ["node01"]) == {
+        "complete": [], "missing": [], "incomplete": {"node01": "1 of 2 slices published at generation 1"}}
+
+
+# ------------------------------------------------------------------ generations and names
+
+
+def test_two_generations(slices):
+    items = slices("two_generations.yaml")
+    pools = slice_pools.group_pools(items)
+    assert pools["node01"]["generation"] == 2
+    assert pools["node01"]["stale_slices"] == 1
+    assert pools["node01"]["complete"] is True
+    assert pools["node02"]["generation"] == 3
+    assert pools["node02"]["complete"] is False
+    assert pools["node02"]["reason"] == "1 of 2 slices published at generation 3"
+    topo = t.build_topology(items)
+    # node01 uses generation 2 (reserved 0-3: cells 2 and 6), never generation 1 (4 and 6)
+    assert topo["nodes"]["node01"]["pool_generation"] == 2
+    assert [c["allocatable_cpus"] for c in topo["nodes"]["node01"]["cells"]] == [2, 6]
+    # node02's older complete generation is not a fallback
+    assert "node02" not in topo["nodes"]
+    progress = slice_pools.pool_progress(items, ["node01", "node02", "node03"])
+    assert progress["complete"] == ["node01"]
+    assert progress["missing"] == ["node03"]
+    assert list(progress["incomplete"]) == ["node02"]
+
+
+def test_v010_names_and_other_drivers(slices):
+    items = slices("v010_names_two_nodes.yaml")
+    assert items[0]["metadata"]["name"].startswith("node01-dra.cpu-")
+    topo = t.build_topology(items)
+    assert sorted(topo["nodes"]) == ["node01", "node02"]
+    assert topo["max_vm_host_cpus"] == 6
+    assert topo["largest_cell"] == {"node": "node01", "id": 1, "allocatable_cpus": 6}
+    assert topo["smallest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 4}
+    assert topo["total_allocatable_cpus"] == 20
+    # the gpu driver's pool is not ours
+    assert "gpu0" not in str(topo)
+    only = t.build_topology(items, nodes=["node02"])
+    assert list(only["nodes"]) == ["node02"]
+
+
+def test_names_are_never_used(slices):
+    items = copy.deepcopy(slices("reference_grouped_numanode.yaml"))
+    items[0]["metadata"]["name"] = "something-else-entirely"
+    assert t.build_topology(items)["nodes"]["node-a"]["allocatable_cpus"] == 10
+
+
+def test_disagreeing_counts_and_surplus():
+    def mk(gen, count, name):
+        return {"metadata": {"name": name}, "spec": {"driver": "dra.cpu", "nodeName": "n",
+                                                     "pool": {"name": "n", "generation": gen,
+                                                              "resourceSliceCount": count},
+                                                     "devices": []}}
+    pools = slice_pools.group_pools([mk(1, 1, "a"), mk(1, 2, "b")])
+    assert pools["n"]["reason"] == "slices at generation 1 disagree on resourceSliceCount (1, 2)"
+    pools = slice_pools.group_pools([mk(1, 1, "a"), mk(1, 1, "b")])
+    assert pools["n"]["reason"] == "2 slices at generation 1 but resourceSliceCount is 1"
+
+
+def test_empty_topology():
+    topo = t.build_topology([])
+    assert topo["nodes"] == {}
+    assert topo["max_vm_host_cpus"] == 0
+    assert topo["max_node_host_cpus"] == 0
+    assert topo["largest_cell"] is None
+    assert topo["mode"] is None
+
+
+# ------------------------------------------------------------------ device details
+
+
+def test_unqualified_attributes_and_unknown_names():
+    pool = {"name": "x", "generation": 4, "resourceSliceCount": 1}
+    slice_ = {"spec": {"driver": "dra.cpu", "nodeName": "x", "pool": pool,
+                       "devices": [{"name": "weird", "attributes": {"numaNodeID": {"int": 3}},
+                                    "capacity": {"dra.cpu/cpu": {"value": "2000m"}}}]}}
+    node = t.build_topology([slice_])["nodes"]["x"]
+    assert node["group_by"] == "numanode"
+    assert node["cells"] == [{"id": 3, "devices": ["weird"], "allocatable_cpus": 2}]
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("4", 4), (4, 4), ("4000m", 4), ("1500m", 1.5), ({"value": "6"}, 6), ("2k", 2000),
+])
+def test_parse_quantity(value, expected):
+    assert t.parse_quantity(value) == expected
+
+
+@pytest.mark.parametrize("value", ["", "four", None, True, "4x"])
+def test_parse_quantity_invalid(value):
+    with pytest.raises(t.TopologyError):
+        t.parse_quantity(value)
+
+
+# ------------------------------------------------------------------ sizing
+
+
+def test_expected_cells_reference():
+    cells = sizing.expected_cells(12, 2, [0, 1])
+    assert cells == [
+        {"id": 0, "cpus": "0-5", "reserved": "0-1", "allocatable": "2-5", "allocatable_cpus": 4},
+        {"id": 1, "cpus": "6-11", "reserved": "", "allocatable": "6-11", "allocatable_cpus": 6},
+    ]
+    with pytest.raises(t.TopologyError) as exc:
+        sizing.expected_cells(12, 5)
+    assert str(exc.value) == "12 vCPUs cannot be split evenly over 5 NUMA cells"
+
+
+def test_sizing_matches(slices):
+    for name in ("reference_grouped_numanode.yaml", "reference_individual.yaml"):
+        topo = t.build_topology(slices(name))
+        assert sizing.check_sizing(topo, 2, 12, [0, 1]) == []
+        assert sizing.check_sizing(topo, None, 12, [0, 1]) == []
+        assert sizing.check_sizing(topo, 2, None, [0, 1]) == []
+        assert sizing.check_sizing(topo) == []
+
+
+def test_sizing_mismatch_numbers(slices):
+    topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    problems = sizing.check_sizing(topo, 2, 12, [0, 1, 2, 3])
+    assert [p["message"] for p in problems] == [
+        "node node-a publishes 10 allocatable CPUs, expected 8 (12 CPUs - 4 reserved)",
+        "node node-a cell 0 has 4 allocatable CPUs, expected 2 (CPUs 0-5 minus reserved 0-3)",
+    ]
+    assert problems[1]["observed"] == 4 and problems[1]["expected"] == 2 and problems[1]["cell"] == 0
+    problems = sizing.check_sizing(topo, 3, 12, [0, 1])
+    assert problems[0]["message"].startswith("node node-a publishes cells [0, 1], expected cells [0, 1, 2]")
+    problems = sizing.check_sizing(topo, 4, None, [])
+    assert problems[0]["message"] == "node node-a publishes 2 NUMA cells, expected 4"
+
+
+def test_sizing_fully_reserved_cell_is_omitted():
+    # 4 vCPU over 2 cells, reserved 0-1: cell 0 empty -> not published in grouped mode
+    pool = {"name": "n", "generation": 1, "resourceSliceCount": 1}
+    slice_ = {"spec": {"driver": "dra.cpu", "nodeName": "n", "pool": pool,
+                       "devices": [{"name": "cpudevnuma001",
+                                    "attributes": {"dra.cpu/numaNodeID": {"int": 1}},
+                                    "capacity": {"dra.cpu/cpu": {"value": "2"}}}]}}
+    topo = t.build_topology([slice_])
+    assert sizing.check_sizing(topo, 2, 4, [0, 1]) == []
+
+
+def test_sizing_individual_contiguity(slices):
+    items = copy.deepcopy(slices("reference_individual.yaml"))
+    devices = items[0]["spec"]["devices"]
+    # swap the CPU ids of a device in cell 0 and one in cell 1 (counts stay 4 and 6)
+    devices[0]["attributes"]["dra.cpu/cpuID"] = {"int": 11}
+    devices[9]["attributes"]["dra.cpu/cpuID"] = {"int": 2}
+    topo = t.build_topology(items)
+    messages = [p["message"] for p in sizing.check_sizing(topo, 2, 12, [0, 1])]
+    assert messages == [
+        "node node-a cell 0 holds CPUs 3-5,11, expected the contiguous CPUs 2-5",
+        "node node-a cell 1 holds CPUs 2,6-10, expected the contiguous CPUs 6-11",
+    ]
+
+
+def test_sizing_reserved_outside_and_uneven(slices):
+    topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    problems = sizing.check_sizing(topo, 5, 12, [0, 1])
+    assert problems == [{"node": None, "cell": None, "observed": 12, "expected": "a multiple of 5",
+                         "message": "12 vCPUs cannot be split evenly over 5 NUMA cells"}]
+    problems = sizing.check_sizing(topo, None, 12, [0, 1, 12, 13])
+    assert problems[0]["message"] == "reserved CPUs 12-13 do not exist on a node with 12 CPUs"
+
+
+def test_sizing_machine_and_no_nodes(slices):
+    topo = t.build_topology(slices("grouped_machine.yaml"))
+    assert sizing.check_sizing(topo, 2, 12, [0, 1]) == []
+    assert sizing.check_sizing(t.build_topology([]), 2, 12, [])[0]["message"] == "no node has published its CPUs"
+
+
+def test_min_cell_cpus(slices):
+    topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    assert sizing.check_min_cell_cpus(topo, 6) is None
+    assert sizing.check_min_cell_cpus(topo, None) is None
+    assert sizing.check_min_cell_cpus(topo, 7) == (
+        "no cell can hold a VM of 7 host CPUs: the largest cell is node node-a cell 1 with 6 "
+        "allocatable CPUs (cells: node-a/0=4, node-a/1=6)")
+    assert sizing.check_min_cell_cpus(t.build_topology([]), 1) == (
+        "no cell can hold a VM of 1 host CPUs: no CPU is published")

@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The table cpu_topology returns as ``summary`` (and the role prints) is the text the role's Jinja
+template printed before the rendering moved into the module: the template is kept here as the reference.
+
+The largest-VM line is the exception: its prefix is the template's, but what follows it now says why,
+per device mode (a grouped claim is one device; an individual-mode claim holds at most 32 devices,
+Kubernetes' AllocationResultsMaxSize, and is one line for the node and one NUMA-aligned)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+import jinja2
+import pytest
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import EMPTY, render_table
+
+# roles/dra_cpu/tasks/topology.yml until the table moved into the module (the `>-` scalar folded)
+ROLE_TEMPLATE = (
+    "{%- set t = dra_cpu_topology -%} {%- set w = ([4] + (t.nodes | list | map('length') | list)) | max -%} "
+    "{{ '%-*s' | format(w, 'NODE') }}  CELL  DEVICES               ALLOCATABLE CPUS{{ dra_cpu__nl }} "
+    "{%- for name, node in t.nodes | dictsort -%} {%-   for cell in node.cells | default([]) -%} "
+    "{%-     set devices = cell.devices | default([]) | join(',') | truncate(20, true, '...', 0) -%} "
+    "{{ '%-*s' | format(w, name) }}  {{ '%4s' | format(cell.id) }}  {{ '%-20s' | format(devices) }}  "
+    "{{ cell.allocatable_cpus }}{{ dra_cpu__nl }} {%-   endfor -%} "
+    "{{ '%-*s' | format(w, name) }}  total                       {{ node.allocatable_cpus | default('?') }}"
+    "{{ dra_cpu__nl }} {%- endfor -%} largest VM that fits: {{ t.max_vm_host_cpus | default('?') }} host CPUs "
+    "{%- set l = t.largest_cell | default({}) -%} "
+    "{%- set m = t.smallest_cell | default({}) -%} "
+    "{%- if l %}{{ dra_cpu__nl }}largest cell: {{ l.node }} cell {{ l.id }}, {{ l.allocatable_cpus }} CPUs"
+    "{% endif -%} {%- if m %}; smallest cell: {{ m.node }} cell {{ m.id }}, {{ m.allocatable_cpus }} CPUs"
+    "{% endif -%}")
+
+
+GROUPED_NUMA = "(a claim takes all its CPUs from one device: one NUMA cell)"
+INDIVIDUAL_NODE = "on one node (a claim holds at most 32 devices, one per CPU)"
+ALIGNED = "host CPUs (a claim whose devices all come from one NUMA cell)"
+
+
+def role_lines(topology, sizing):
+    """The template's lines, ``sizing`` (a list of lines) standing in for its largest-VM line."""
+    text = jinja2.Environment().from_string(ROLE_TEMPLATE).render(dra_cpu_topology=topology, dra_cpu__nl="\n")
+    lines = text.strip().split("\n")
+    at = [i for i, line in enumerate(lines) if line.startswith("largest VM that fits:")]
+    assert len(at) == 1, lines
+    return lines[:at[0]] + sizing + lines[at[0] + 1:]
+
+
+# fixture -> its largest-VM lines: (grouped) the template's line and why; (individual) the node, then NUMA-aligned
+FIXTURES = {
+    "reference_grouped_numanode.yaml": ["largest VM that fits: 6 host CPUs " + GROUPED_NUMA],
+    "reference_individual.yaml": ["largest VM that fits: 10 host CPUs " + INDIVIDUAL_NODE,
+                                  "largest NUMA-aligned VM: 6 " + ALIGNED],
+    "grouped_socket_smt.yaml": ["largest VM that fits: 8 host CPUs (a claim takes all its CPUs from one device: "
+                                "one socket)"],
+    "grouped_machine.yaml": ["largest VM that fits: 10 host CPUs (a claim takes all its CPUs from one device: "
+                             "the machine)"],
+    # cells of 78 and 80 CPUs, 158 on the node: one claim gets 32 devices, Kubernetes' limit
+    "individual_smt_chunks.yaml": ["largest VM that fits: 32 host CPUs " + INDIVIDUAL_NODE,
+                                   "largest NUMA-aligned VM: 32 " + ALIGNED],
+    "two_generations.yaml": ["largest VM that fits: 6 host CPUs " + GROUPED_NUMA],
+    "v010_names_two_nodes.yaml": ["largest VM that fits: 6 host CPUs " + GROUPED_NUMA],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_same_text_as_the_role_template(slices, name):
+    topology = t.build_topology(slices(name))
+    assert topology["nodes"]
+    assert render_table(topology) == role_lines(topology, FIXTURES[name])
+
+
+def test_long_node_names_and_device_lists(slices):
+    topology = t.build_topology(slices("reference_individual.yaml"))
+    topology = copy.deepcopy(topology)
+    topology["nodes"]["a-much-longer-node-name"] = topology["nodes"].pop("node-a")
+    lines = render_table(topology)
+    assert lines == role_lines(topology, FIXTURES["reference_individual.yaml"])
+    assert lines[1] == "a-much-longer-node-name     0  cpudev000,cpudev0...  4"
+
+
+def test_readme_example(slices):
+    topology = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    topology["nodes"]["node01"] = topology["nodes"].pop("node-a")
+    for ref in ("largest_cell", "smallest_cell"):
+        topology[ref]["node"] = "node01"
+    assert render_table(topology) == [
+        "NODE    CELL  DEVICES               ALLOCATABLE CPUS",
+        "node01     0  cpudevnuma000         4",
+        "node01     1  cpudevnuma001         6",
+        "node01  total                       10",
+        "largest VM that fits: 6 host CPUs (a claim takes all its CPUs from one device: one NUMA cell)",
+        "largest cell: node01 cell 1, 6 CPUs; smallest cell: node01 cell 0, 4 CPUs",
+    ]
+
+
+def test_no_nodes():
+    assert render_table(t.build_topology([])) == [EMPTY]
+
+
+def test_many_nodes_are_summed_up_in_one_line(slices):
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import MAX_NODES
+    one = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    names = ["node%04d" % i for i in range(MAX_NODES + 7)]
+    topology = t.cluster_topology(dict((n, copy.deepcopy(one)) for n in names))
+    lines = render_table(topology)
+    assert len(lines) == 1 + MAX_NODES * 3 + 1 + 2
+    assert lines[-3] == ("... and 7 more node(s), node%04d to node%04d: their cells are in the "
+                         "dra_cpu_topology fact" % (MAX_NODES, MAX_NODES + 6))
+    assert lines[-2].startswith("largest VM that fits: 6 host CPUs")
+    # up to MAX_NODES nodes, the role's text as it was
+    small = t.cluster_topology(dict((n, copy.deepcopy(one)) for n in names[:MAX_NODES]))
+    assert render_table(small) == role_lines(small, FIXTURES["reference_grouped_numanode.yaml"])
