@@ -110,6 +110,9 @@ class Api:
     def create(self, path, body):
         return self.req("POST", path, body)
 
+    def update(self, path, body):
+        return self.req("PUT", path, body)
+
     def patch(self, path, body, ctype=MERGE):
         return self.req("PATCH", path, body, ctype=ctype)
 

@@ -10,6 +10,7 @@ Must not: compute devices or slice bodies (sim_slices.py, pure), resolve the dri
 """
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from dataclasses import dataclass, field
@@ -202,44 +203,87 @@ class DriverMixin:
         return gen, fp, [s["metadata"]["name"] for s in top]
 
     def publish(self, node, rt, d, pool, cfg, bodies, count, fp, force):
+        """The ResourceSlice controller's syncPool (k8s.io/dynamic-resource-allocation resourceslice):
+        slices of lower generations and those whose name's index prefix matches no desired slice
+        are obsolete and deleted first; matched slices are updated in place; the generation is kept
+        when no slice is added and at most one changed, bumped by one otherwise (or when the
+        driver asks, driver-mode bump); missing slices are created. With no devices at all the
+        driver never calls PublishResources (upstream), so earlier slices stay."""
         with self.lock:
-            gens = [int((s["spec"].get("pool") or {}).get("generation") or 0) for s in self.slices.values()
-                    if (s["spec"].get("pool") or {}).get("name") == pool and s["spec"].get("driver") == sim_slices.DRIVER]
-        gen = max([d.generation] + gens) + 1
-        old = {s["metadata"]["name"] for s in self.node_slices(node, pool)} | set(d.names)
-        if d.pool and d.pool != pool:
-            old |= {s["metadata"]["name"] for s in self.node_slices(d.pool, d.pool)}
-        created, devices = [], 0
+            existing = sorted((s for s in self.slices.values()
+                               if (s["spec"].get("pool") or {}).get("name") == pool
+                               and s["spec"].get("driver") == sim_slices.DRIVER), key=lambda s: s["metadata"]["name"])
+        if count == 0:
+            with self.lock:
+                d.fp, d.pool, d.published_at, d.pod_uid = fp, pool, time.monotonic(), rt.uid
+                d.names = [s["metadata"]["name"] for s in existing]
+            msg = (f"no CPUs left after reserving {cpuset.format(cfg.reserved_cpus)}: not publishing"
+                   + (f" ({len(existing)} earlier slice(s) stay)" if existing else ""))
+            log.info("driver on %s: %s", node, msg)
+            self.driver_log(node, rt.uid, "I", msg, "driver.go:120")
+            return
+        gen_of = lambda s: int((s["spec"].get("pool") or {}).get("generation") or 0)  # noqa: E731
+        generation = max([gen_of(s) for s in existing] or [0])
+        plen = sim_slices.index_length(count)
+        matched, obsolete = {}, []
+        for s in existing:
+            i = sim_slices.decode_index(s["metadata"]["name"], plen) if gen_of(s) == generation else None
+            # (driver-mode partial publishes the first k of `count`: the others count as obsolete)
+            if i is not None and 0 <= i < len(bodies) and i not in matched:
+                matched[i] = s
+            else:
+                obsolete.append(s)
+        if d.pool and d.pool != pool:   # a renamed pool (hostname override): the old one goes
+            obsolete += self.node_slices(d.pool, d.pool)
+        desired = {"name": pool, "generation": generation, "resourceSliceCount": count}
+        changed = {i for i, s in matched.items()
+                   if s["spec"].get("pool") != desired or sim_slices.fingerprint([s["spec"].get("devices") or []])
+                   != sim_slices.fingerprint([bodies[i]["spec"]["devices"]])}
+        new = len(bodies) - len(matched)
+        bumped = force or not (new == 0 and len(changed) <= 1)
+        if bumped:
+            generation += 1
+        for s in obsolete:
+            self.api.delete(f"{SLICES}/{s['metadata']['name']}")
+            with self.lock:
+                self.slices.pop(s["metadata"]["name"], None)
+        names, devices, updated = [], 0, 0
         for i, b in enumerate(bodies):
-            b["spec"]["pool"]["generation"] = gen
-            stored = self.api.create(SLICES, b)
-            created.append(stored["metadata"]["name"])
+            b["spec"]["pool"]["generation"] = generation
+            if i in matched:
+                if i not in changed and not bumped:
+                    names.append(matched[i]["metadata"]["name"])
+                    devices += len(b["spec"]["devices"])
+                    continue
+                body = copy.deepcopy(matched[i])
+                body["spec"]["pool"], body["spec"]["devices"] = b["spec"]["pool"], b["spec"]["devices"]
+                stored = self.api.update(f"{SLICES}/{body['metadata']['name']}", body)
+                updated += 1
+            else:
+                stored = self.api.create(SLICES, b)
+            names.append(stored["metadata"]["name"])
             devices += len(b["spec"]["devices"])
             dropped = sim_slices.dropped_fields(b["spec"]["devices"], stored["spec"].get("devices") or [])
             if dropped:
                 gates = " ".join("DRAConsumableCapacity" if f == "allowMultipleAllocations" else f"unknown({f})"
                                  for f in dropped)
-                msg = (f'create ResourceSlice: pool "{pool}", slice #{i}: some fields were dropped by the '
-                       f"apiserver, probably because these features are disabled: {gates}")
+                msg = (f'{"update" if i in matched else "create"} ResourceSlice: pool "{pool}", slice #{i}: some '
+                       f"fields were dropped by the apiserver, probably because these features are disabled: {gates}")
                 log.warning("driver on %s: %s", node, msg)
                 self.driver_log(node, rt.uid, "E", msg, "resourceslicecontroller.go:560")
             with self.lock:
                 self.slices[stored["metadata"]["name"]] = stored
         with self.lock:
-            d.generation, d.fp, d.names, d.pool = gen, fp, created, pool
+            d.generation, d.fp, d.names, d.pool = generation, fp, names, pool
             d.published_at, d.pod_uid = time.monotonic(), rt.uid
-        for n in sorted(old - set(created)):   # new generation first, then the old one goes
-            self.api.delete(f"{SLICES}/{n}")
-        if count == 0:
-            msg = (f"no CPUs left after reserving {cpuset.format(cfg.reserved_cpus)}: publishing no devices"
-                   + (f" (removed {len(old)} old slice(s))" if old else ""))
-        else:
-            names = " ".join(f"{x['name']}({x['capacity'][sim_slices.D + 'cpu']['value']})" if "capacity" in x
-                             else x["name"] for b in bodies for x in b["spec"]["devices"][:8])
-            more = " ..." if devices > 8 else ""
-            msg = (f'Published ResourceSlices for pool "{pool}": generation {gen}, {len(bodies)} of {count} '
-                   f"slice(s), {devices} device(s): {names}{more}"
-                   + (" [republished: generation bump]" if force else "")
-                   + (f"; deleted {len(old - set(created))} slice(s) of older generations" if old - set(created) else ""))
+        old = obsolete
+        shown = " ".join(f"{x['name']}({x['capacity'][sim_slices.D + 'cpu']['value']})" if "capacity" in x
+                         else x["name"] for b in bodies for x in b["spec"]["devices"][:8])
+        more = " ..." if devices > 8 else ""
+        msg = (f'Published ResourceSlices for pool "{pool}": generation {generation}, {len(bodies)} of {count} '
+               f"slice(s), {devices} device(s): {shown}{more}"
+               + (" [republished: generation bump]" if force else "")
+               + (f"; updated {updated} in place" if updated else "")
+               + (f"; deleted {len(old)} obsolete slice(s)" if old else ""))
         log.info("driver on %s: %s", node, msg)
         self.driver_log(node, rt.uid, "I", msg, "resourceslicecontroller.go:420")

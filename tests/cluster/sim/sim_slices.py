@@ -132,14 +132,36 @@ def chunks_for(devices: list, cfg, min_chunks: int = 1) -> list:
     return chunk(devices, max_per, min_chunks)
 
 
-def generate_name(node: str, flavor: str) -> str:
-    return f"{node}-{DRIVER}-" if flavor == "v0.1" else f"00000-{DRIVER}-{node}-"
+INDEX_MIN_LENGTH = 5   # resourceslice controller: resourceSliceIndexMinLength
+
+
+def index_length(count: int) -> int:
+    """getIndexLength: hex digits of the highest slice index, at least INDEX_MIN_LENGTH."""
+    return max(INDEX_MIN_LENGTH, len(format(max(count - 1, 0), "x")))
+
+
+def decode_index(name: str, length: int):
+    """decodeIndex: the slice index from a name's hex prefix of exactly `length` digits, else None."""
+    prefix, sep, _ = name.partition("-")
+    if not sep or len(prefix) != length:
+        return None
+    try:
+        return int(prefix, 16)
+    except ValueError:
+        return None
+
+
+def generate_name(node: str, flavor: str, index: int = 0, count: int = 1) -> str:
+    """v0.1: <node>-dra.cpu-; later releases (the controller's scheme): <index as hex>-dra.cpu-<node>-."""
+    if flavor == "v0.1":
+        return f"{node}-{DRIVER}-"
+    return f"{index:0{index_length(count)}x}-{DRIVER}-{node}-"
 
 
 def slice_body(node: str, node_uid: str, pool: str, generation: int, count: int, devices: list,
-               flavor: str, owner_name: str | None = None) -> dict:
+               flavor: str, owner_name: str | None = None, index: int = 0) -> dict:
     owner = owner_name or node
-    meta = {"generateName": generate_name(node, flavor)}
+    meta = {"generateName": generate_name(node, flavor, index, count)}
     if node_uid:
         meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": owner, "uid": node_uid,
                                     "controller": True}]
@@ -162,7 +184,8 @@ def build_slices(topo, cfg, node: str, node_uid: str, generation: int, min_chunk
     if not devices:
         return []
     parts = chunks_for(devices, cfg, min_chunks)
-    return [slice_body(node, node_uid, node, generation, len(parts), d, cfg.flavor) for d in parts]
+    return [slice_body(node, node_uid, node, generation, len(parts), d, cfg.flavor, index=i)
+            for i, d in enumerate(parts)]
 
 
 def strip_dropped(devices: list) -> list:

@@ -55,6 +55,17 @@ class FakeApi:
         self.objs[key] = body
         return copy.deepcopy(body)
 
+    def update(self, path, body):
+        key = self._key(path)
+        if key not in self.objs:
+            raise ApiError(404, "{}", "PUT", path)
+        body = copy.deepcopy(body)
+        if path.startswith(SLICES + "/") and self.drop_ama:
+            for d in body["spec"]["devices"]:
+                d.pop("allowMultipleAllocations", None)
+        self.objs[key] = body
+        return copy.deepcopy(body)
+
     def patch(self, path, body, ctype=None):
         key = self._key(path)
         if key not in self.objs:
@@ -158,15 +169,18 @@ def test_driver_lifecycle(sim):
     sim.sync_driver("node01")          # same content: nothing changes
     assert [s["metadata"]["name"] for s in sim.api.slices()] == [s1["metadata"]["name"]]
 
-    # helm upgrade: new config, old pod replaced -> generation 2, old slice removed
+    # helm upgrade: new config, old pod replaced. The resourceslice controller's syncPool updates
+    # the one slice in place and keeps the generation (no slice added, at most one changed)
     sim.on_cm("MODIFIED", cm("reservedCPUs: 0-1\ngroupBy: machine\n"))
     sim.on_pod("DELETED", p)
     p2 = driver_pod("d-2", created="2026-01-01T00:01:00Z")
     add_pod(sim, p2)
     sim.sync_driver("node01")
     (s2,) = sim.api.slices()
-    assert s2["spec"]["pool"]["generation"] == 2
+    assert s2["metadata"]["name"] == s1["metadata"]["name"]
+    assert s2["spec"]["pool"]["generation"] == 1
     assert [d["name"] for d in s2["spec"]["devices"]] == ["cpudevmachine"]
+    assert "updated 1 in place" in log_of(sim, p2)
 
     # driver gone -> slices deleted after the (here 0 s) delay
     sim.on_pod("DELETED", p2)
@@ -239,8 +253,10 @@ def test_partial_and_dropped_fields(sim):
     node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "normal"
     sim.on_node("MODIFIED", node)
     sim.sync_driver("node01")
+    # syncPool: the one matched slice (index 00000) changes (count 2 -> 1), none is added: updated
+    # in place at the same generation
     assert [x["spec"]["pool"] for x in sim.api.slices()] == [
-        {"name": "node01", "generation": 2, "resourceSliceCount": 1}]
+        {"name": "node01", "generation": 1, "resourceSliceCount": 1}]
 
 
 def test_simulate_driver_off(sim):
@@ -275,9 +291,40 @@ def test_bump_and_delay_modes(sim, monkeypatch):
     clock[0] += 10
     sim.sync_driver("node01")          # bumps once per driver pod
     assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [2]
-    # a slice deleted behind the driver's back is restored
+    # a slice deleted behind the driver's back is restored; with no slice of the pool left, syncPool
+    # starts again from generation 0 + 1
     name = sim.api.slices()[0]["metadata"]["name"]
     gone = sim.api.objs.pop(f"{SLICES}/{name}")
     sim.on_slice("DELETED", gone)
     sim.sync_driver("node01")
-    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [3]
+    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [1]
+
+
+def test_sync_pool_bumps_when_a_slice_is_added_and_keeps_slices_when_all_cpus_are_reserved(sim):
+    """syncPool: an added slice bumps the generation by one, the matched one is updated in place
+    (same name); with every CPU reserved the driver never calls PublishResources, so the slices an
+    earlier driver published stay (upstream: PublishResources returns before the helper)."""
+    sim.on_cm("ADDED", cm("reservedCPUs: 0-1\ncpuDeviceMode: individual\n"))
+    node = copy.deepcopy(sim.api.objs["/api/v1/nodes/node01"])
+    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "partial:1"   # 2 chunks, 1 published
+    sim.on_node("MODIFIED", node)
+    p = driver_pod("d-1")
+    add_pod(sim, p)
+    sim.sync_driver("node01")
+    (first,) = [s["metadata"]["name"] for s in sim.api.slices()]
+    assert first.startswith("00000-dra.cpu-node01-")
+    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "partial:2"   # 3 chunks, 2 published
+    sim.on_node("MODIFIED", node)
+    sim.sync_driver("node01")
+    by_name = {s["metadata"]["name"]: s["spec"]["pool"] for s in sim.api.slices()}
+    assert sorted(n[:6] for n in by_name) == ["00000-", "00001-"] and first in by_name
+    pools = list(by_name.values())
+    assert pools == [{"name": "node01", "generation": 2, "resourceSliceCount": 3}] * 2
+
+    sim.on_cm("MODIFIED", cm("reservedCPUs: 0-11\n"))
+    sim.on_pod("DELETED", p)
+    p3 = driver_pod("d-3", created="2026-01-01T00:02:00Z")
+    add_pod(sim, p3)
+    sim.sync_driver("node01")
+    assert [s["spec"]["pool"] for s in sim.api.slices()] == pools
+    assert "no CPUs left after reserving 0-11: not publishing (2 earlier slice(s) stay)" in log_of(sim, p3)

@@ -114,3 +114,15 @@ def test_dropped_fields_and_fingerprint():
     assert dropped_fields(devs, devs) == []
     assert fingerprint([devs]) == fingerprint([stored])
     assert fingerprint([devs]) != fingerprint([devs[:1]])
+
+
+def test_each_slice_gets_its_own_index_prefix():
+    """resourceslice controller: GenerateName = <index as %0*x, at least 5 digits>-<driver>-<owner>-
+    (encodeIndex/getIndexLength), so the second chunk of a pool is 00001-, not 00000-."""
+    big = build_topology(cpus=200, numa_nodes=1)
+    slices = build_slices(big, cfg(cpu_device_mode="individual", flavor="main"), "big", "uid-1", 1)
+    assert [s["metadata"]["generateName"] for s in slices] == ["00000-dra.cpu-big-", "00001-dra.cpu-big-"]
+    from sim_slices import decode_index, index_length
+    assert index_length(1) == 5 and index_length(0x100000 + 1) == 6
+    assert decode_index("00001-dra.cpu-big-abcde", 5) == 1
+    assert decode_index("big-dra.cpu-abcde", 5) is None       # v0.1 names match no index: obsolete
