@@ -199,3 +199,18 @@ def test_verify_fails_with_the_events_when_the_pod_cannot_start(mixed, installed
     assert f"the claim was allocated, but pod default/dra-cpu-verify on node {NODE} is Pending" in msg, msg
     assert "ImagePullBackOff" in msg or "ErrImagePull" in msg, msg
     assert "pause:0.0.0-missing" in msg, msg
+
+
+def test_new_reserved_cpus_update_the_real_pool_in_place(mixed, installed):
+    """The same upgrade the simulator is tested with, on the real kubelet plugin: the new driver's
+    resourceslice controller updates the one slice in place at generation 1 (syncPool keeps the
+    generation when at most one slice changed), and the role still reports the new sizes."""
+    before = real_slices(mixed)
+    r = run_playbook(mixed, "install", extra_vars=dict(EVERY_NODE, dra_cpu_reserved_cpus="0-3"))
+    assert r.rc == 0, r
+    topo = r.fact("dra_cpu_topology")
+    assert [(c["id"], c["allocatable_cpus"]) for c in topo["nodes"][NODE]["cells"]] == [(0, 2), (1, 6)]
+    after = real_slices(mixed)
+    assert [s["metadata"]["name"] for s in after] == [s["metadata"]["name"] for s in before]
+    assert after[0]["spec"]["pool"] == {"name": NODE, "generation": 1, "resourceSliceCount": 1}
+    assert after[0]["metadata"]["resourceVersion"] != before[0]["metadata"]["resourceVersion"]
