@@ -9,6 +9,9 @@ helm and OCI registry on loopback; simulated nodes/pods/driver (tests/cluster/si
     cluster.py restart-apiserver [SECONDS]
                         kill kube-apiserver, keep it down SECONDS (default 0), start it again with
                         the same flags and wait for /readyz (fault injection)
+    cluster.py stop-kubelet NODE / start-kubelet NODE
+                        freeze (SIGSTOP) / resume (SIGCONT) a real node's kubelet (fault injection:
+                        the node goes NotReady after the node monitor grace period)
 
 State directory: ${CLUSTER_STATE_DIR:-<repo>/.cluster}. Binaries: tests/cluster/build.sh, cached in
 ${CLUSTER_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/kubevirtci-dra-cpu}. See tests/cluster/README.md.
@@ -40,6 +43,7 @@ from cluster_control_plane import cmd_restart_apiserver, env_lines, ready_nodes,
 from cluster_netns import netns_down, netns_exists, veth_exists  # noqa: E402
 from cluster_processes import cmd_supervise, kill_group, kill_stragglers, pidinfo, proc_alive  # noqa: E402
 from cluster_real_node import real_nodes_alive, stop_real_nodes  # noqa: E402
+from cluster_real_node_ops import cmd_kubelet_signal  # noqa: E402
 from cluster_registry_charts import push_charts  # noqa: E402
 from cluster_state import (  # noqa: E402
     CACHE, KNOBS, ORDER, SIM_MAIN, STATE, die, http_get, log, netns_name, p, read_json, write_file,
@@ -203,6 +207,8 @@ def main(argv):
         cmd_env()
     elif cmd == "restart-apiserver":
         cmd_restart_apiserver(float(argv[1]) if len(argv) > 1 else 0.0)
+    elif cmd in ("stop-kubelet", "start-kubelet") and len(argv) == 2:
+        cmd_kubelet_signal(argv[1], stop=cmd == "stop-kubelet")
     elif cmd == "_supervise":
         cmd_supervise(argv[1], argv[argv.index("--") + 1:])
     else:

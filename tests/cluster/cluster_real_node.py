@@ -1,21 +1,22 @@
 """Real nodes: a real containerd + kubelet pair per node, next to the simulated ones (CLUSTER_REAL_NODES).
 
-Owns: the real-node binaries (build.sh real-node), the pause image (built, pushed to the local
-registry as registry.k8s.io/pause:<tag>), and per node `real01`, `real02`, ...: its directory
-<state>/real-nodes/<name>/ (containerd config v3 with the registry mirror, CNI bridge conf,
-KubeletConfiguration, kubeconfig, the bind-mount sources), its cgroup root in every cgroup v1
-hierarchy, and one process `real-<name>`: `unshare -m -u` (own mount + UTS namespace, hostname =
-node name) running a shell that bind-mounts the node's directories over the fixed paths
-(/var/lib/kubelet, /run/containerd, /run/netns, ...), then starts containerd and the kubelet.
-Teardown (`down`): the process group, every process left in the node's mount namespace or cgroups
-(shims, containers), the CNI bridge, the cgroup dirs, and the host sysctls that the bridge plugin
-and the kubelet change, restored to what they were before the first node started (machine-wide:
-/run/dracpu-real-nodes.json counts the state dirs with real nodes; the last one down restores
-them and removes the mount points it created).
+Owns: per node `real01`, `real02`, ...: its directory <state>/real-nodes/<name>/ (containerd
+config v3 with the registry mirror, CNI bridge conf, KubeletConfiguration, kubeconfig, the
+bind-mount sources), its cgroup root (and kubepods) in every cgroup v1 hierarchy, and one process
+`real-<name>`: `unshare -m -u` (own mount + UTS namespace, hostname = node name) running a shell
+that bind-mounts the node's directories over the fixed paths (/var/lib/kubelet, /run/containerd,
+/run/netns, ...) and its simulated CPU hardware (cluster_node_hw.py), then starts containerd and
+the kubelet; the order of a start (binaries from build.sh real-node, images from
+cluster_images.py, the nodes, then kube-proxy from cluster_kube_proxy.py) and of a teardown.
+Teardown (`down`): kube-proxy and its rules, the process group, every process left in the node's
+mount namespace or cgroups (shims, containers), the CNI bridge, the cgroup dirs, and the host
+sysctls that the bridge plugin and the kubelet change, restored to what they were before the
+first node started (machine-wide: /run/dracpu-real-nodes.json counts the state dirs with real
+nodes; the last one down restores them and removes the mount points it created).
 The node network: the kubelet listens on the host end of the cluster's veth (the API server
 refuses loopback), pods get 10.N.250+i.0/24 on a per-node bridge on the host.
-Nodes are registered with the NoExecute taint below, so DaemonSets that tolerate every NoSchedule
-taint (the driver chart) stay on the simulated nodes.
+Nodes are registered with the NoExecute taint below: DaemonSets that tolerate every NoSchedule
+taint (the driver chart's default) stay on the simulated nodes unless told to tolerate it.
 Must not: touch the simulated nodes, the control plane, or anything of another state dir.
 """
 import fcntl
