@@ -22,7 +22,8 @@ def kubelet_pids(name):
     state = read_json(p("real-nodes.json")) or {}
     node = (state.get("nodes") or {}).get(name)
     if not node:
-        die(f"no real node {name!r} in {p('real-nodes.json')} (known: {', '.join(state.get('nodes') or {}) or 'none'})", 2)
+        known = ", ".join(state.get("nodes") or {}) or "none"
+        die(f"no real node {name!r} in {p('real-nodes.json')} (known: {known})", 2)
     if not node.get("mntns"):
         die(f"real node {name}: its mount namespace was not recorded; cannot find its kubelet")
     flag = f"--hostname-override={name}".encode()

@@ -115,6 +115,16 @@ def test_the_driver_registers_with_the_kubelet_and_publishes_upstreams_slices(mi
     assert [(c["id"], c["allocatable_cpus"]) for c in topo["nodes"][NODE]["cells"]] == [(0, 4), (1, 6)]
 
 
+def test_preflight_reads_the_real_kubelet_and_runtime(installed):
+    """Preflight's node checks on real01 come from the real kubelet's /configz (through the API
+    server's node proxy) and the runtime version the real containerd reports over CRI."""
+    findings = [f for f in installed.result("Check the cluster's prerequisites")["findings"] if f.get("node") == NODE]
+    by_check = {f["check"]: f for f in findings}
+    assert by_check["container_runtime"]["severity"] == "ok", findings
+    assert by_check["container_runtime"]["message"] == f"node {NODE} runs containerd://2.4.2", findings
+    assert by_check["cpu_manager_policy"]["message"] == f"node {NODE}: cpuManagerPolicy none", findings
+
+
 def test_a_claim_pod_starts_on_the_real_kubelet(mixed, installed):
     core, custom = apis(mixed)
     name = "real-claim"

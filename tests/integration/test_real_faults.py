@@ -1,0 +1,296 @@
+"""Faults made real on a real node (issue 17 item 6): CLUSTER_REAL_NODES=1 next to one simulated node.
+
+real01 is a real kubelet + containerd running the project's driver image (tests/cluster/driver, a
+real kubelet plugin on k8s.io/dynamic-resource-allocation); node01 is simulated. Each case injects
+the fault on real01, asserts what the kubelet, the control plane and the role really do, and keeps
+the assert at the role's own wording (README "Troubleshooting"; pod_diagnostics.timeout_message,
+preflight/nodes.py, tasks/verify_claim.yml). Upstream behaviour relied on is named per test.
+
+The chart is installed with the tolerations {key: dra-cpu.kubevirtci.io/real-node, operator:
+Exists} (the real node's NoExecute taint) plus the chart's default {operator: Exists, effect:
+NoSchedule}, so the DaemonSet runs on real01 too. Not `[{operator: Exists}]`: that tolerates every
+taint, and the "driver gone" case needs a NoExecute taint the driver does not tolerate (a
+nodeSelector change through the role would also restart node01's pod and take a helm upgrade, most
+of the kubelet's 30 s before it removes the gone driver's slices).
+
+The cases run in file order on one cluster: a bad config, a deleted pod, a driver gone, a kubelet
+stopped (last: it leaves the node's conditions freshly changed). About 4 minutes.
+Skipped when the real-node binaries are not built (`tests/cluster/build.sh real-node`).
+"""
+import os
+import re
+import time
+
+import pytest
+
+from ansible_run import run_playbook
+from test_real_node import MISSING, NODE, TAINT_KEY, wait
+
+pytestmark = [
+    pytest.mark.skipif(bool(MISSING), reason=f"real-node binaries not built: {', '.join(MISSING)}"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
+    pytest.mark.timeout(900),
+]
+
+NS = "dra-driver-cpu"
+TOLERATIONS = [{"key": TAINT_KEY, "operator": "Exists"}, {"operator": "Exists", "effect": "NoSchedule"}]
+GOOD = {"dra_cpu_chart_values": {"tolerations": TOLERATIONS}, "dra_cpu_topology_timeout": 60}
+GONE_TAINT = {"key": "dra-cpu.kubevirtci.io/driver-off", "value": "true", "effect": "NoExecute"}
+# the cluster's good install: set by the first good install of the module (the recovery in the
+# bad-config case, or the `installed` fixture when that case did not get so far)
+STATE = {}
+
+
+@pytest.fixture(scope="module")
+def rc(cluster_factory):
+    return cluster_factory("real-faults", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
+
+
+def apis(c):
+    from kubernetes import client
+    return client.CoreV1Api(c.api_client), client.CustomObjectsApi(c.api_client)
+
+
+def install_good(c):
+    r = run_playbook(c, "install", extra_vars=GOOD)
+    assert r.rc == 0, r
+    STATE["topology"] = r.fact("dra_cpu_topology")
+    return r
+
+
+@pytest.fixture
+def installed(rc):
+    if "topology" not in STATE:
+        install_good(rc)
+    wait("the driver pod Ready on the real node", lambda: ready_driver_pod(rc), timeout=90)
+    wait("real01's slices published", lambda: real_slices(rc), timeout=60)
+    return STATE["topology"]
+
+
+def real_slices(c):
+    _, custom = apis(c)
+    return custom.list_cluster_custom_object(
+        "resource.k8s.io", "v1", "resourceslices",
+        field_selector=f"spec.driver=dra.cpu,spec.nodeName={NODE}")["items"]
+
+
+def driver_pods(c):
+    core, _ = apis(c)
+    return core.list_namespaced_pod(NS, field_selector=f"spec.nodeName={NODE}",
+                                    label_selector="app.kubernetes.io/name=dra-driver-cpu").items
+
+
+def is_ready(obj):
+    return any(x.type == "Ready" and x.status == "True" for x in obj.status.conditions or [])
+
+
+def ready_driver_pod(c):
+    pods = [p for p in driver_pods(c) if not p.metadata.deletion_timestamp and is_ready(p)]
+    return pods[0] if pods else None
+
+
+def kubelet_log(c):
+    return os.path.join(c.state_dir, "logs", f"real-{NODE}-kubelet.log")
+
+
+def node_taints(c, name):
+    core, _ = apis(c)
+    return [c.api_client.sanitize_for_serialization(t) for t in core.read_node(name).spec.taints or []]
+
+
+def set_taints(c, name, taints):
+    core, _ = apis(c)
+    core.patch_node(name, {"spec": {"taints": taints or None}})
+
+
+def test_a_driver_that_refuses_its_config_crash_loops_and_the_role_names_node_crash_and_log(rc):
+    """Upstream main's driver reads `sysfsOverlay` (driverConfig, the ConfigMap's config.yaml) at
+    start and exits 1 when the file cannot be read ("failed to run" err="read sysfs overlay: ...").
+
+    What the role validates itself is refused before anything is written (a bad
+    dra_cpu_reserved_cpus: `validate`, no release). A path inside the driver's container is
+    something only the driver can check: the role and the chart's schema (a string) let it through,
+    so it reaches the driver. Then, really: the pod on real01 crash-loops with real restarts (the
+    kubelet's back-off), helm's --wait accepts the DaemonSet (maxUnavailable 1: node01's pod is
+    Ready), and the role's topology wait fails at its timeout naming real01, the
+    CrashLoopBackOff, the last exit and the driver's log line (the kubelet serves the last
+    terminated container's log while the next one waits), and not node01. A corrected config
+    recovers: the chart's checksum/config annotation rolls the pod.
+    """
+    r = run_playbook(rc, "install", extra_vars=dict(GOOD, dra_cpu_reserved_cpus="0-x"))
+    assert r.rc != 0, r
+    msg = " ".join(r.failure_messages())
+    assert "dra_cpu_reserved_cpus" in msg and "is not a valid cpuset" in msg, msg
+    core, _ = apis(rc)
+    assert not [n for n in core.list_namespace().items if n.metadata.name == NS], "validation wrote to the cluster"
+
+    overlay = "/etc/dracpu/missing-overlay.yaml"
+    bad = {"dra_cpu_chart_values": {"tolerations": TOLERATIONS, "driverConfig": {"sysfsOverlay": overlay}},
+           "dra_cpu_topology_timeout": 20}
+    r = run_playbook(rc, "install", extra_vars=bad)
+    assert r.rc != 0, r
+    out = r.result("Wait until every driver node has published its CPU topology")
+    msg = out.get("msg", "")
+    assert "timed out after 20s waiting for the ResourceSlices of driver dra.cpu on 1 node(s):" in msg, msg
+    assert f"- {NODE}: no ResourceSlice published; pod dra-driver-cpu-" in msg, msg
+    # the container waits in CrashLoopBackOff between its (millisecond-long) runs
+    assert re.search(r"container dracpu (waiting CrashLoopBackOff|terminated Error), \d+ restarts, "
+                     r"last Error \(exit 1\)", msg), msg
+    assert "last log lines of dra-driver-cpu-" in msg, msg
+    assert f'"failed to run" err="read sysfs overlay: open {overlay}: no such file or directory"' in msg, msg
+    assert "node01:" not in msg, msg
+    assert [p["node"] for p in out["pending_nodes"]] == [NODE]
+    assert out["topology"]["nodes"]["node01"]["allocatable_cpus"] == 10
+
+    # the real pod: restarted by the kubelet, exit 1, CrashLoopBackOff
+    def crash_looping():
+        pods = driver_pods(rc)
+        s = pods[0].status.container_statuses[0] if pods and pods[0].status.container_statuses else None
+        return s if s and s.restart_count >= 1 and s.state.waiting \
+            and s.state.waiting.reason == "CrashLoopBackOff" else None
+    s = wait("the real driver pod in CrashLoopBackOff", crash_looping, timeout=30)
+    assert s.last_state.terminated.exit_code == 1, s
+    pod = driver_pods(rc)[0]
+    events = core.list_namespaced_event(NS, field_selector=f"involvedObject.name={pod.metadata.name}").items
+    assert any(e.reason == "BackOff" and "Back-off restarting failed container dracpu" in e.message
+               for e in events), [(e.reason, e.message) for e in events]
+    assert not real_slices(rc)
+
+    r = install_good(rc)
+    assert "kubevirtci.dra_cpu.dra_cpu : Install or upgrade release dra-driver-cpu" in r.changed_tasks(), r
+    assert [(c["id"], c["allocatable_cpus"]) for c in STATE["topology"]["nodes"][NODE]["cells"]] == [(0, 4), (1, 6)]
+    pod = wait("the new driver pod Ready", lambda: ready_driver_pod(rc), timeout=60)
+    assert pod.status.container_statuses[0].restart_count == 0
+
+
+def test_a_deleted_driver_pod_comes_back_and_its_slices_stay(rc, installed):
+    """The DaemonSet controller recreates the pod; the kubelet unregisters the plugin when the old
+    driver's socket goes and registers the new one (its plugin watcher); it deletes an unregistered
+    driver's slices only 30 s later, and a driver that registers again within that time cancels it.
+    The new driver's ResourceSlice controller (k8s.io/dynamic-resource-allocation) finds its pool
+    as published and changes nothing: the same slice object (uid, resourceVersion), generation 1.
+    A re-run of install is changed=0 and reports the same topology for real01."""
+    core, _ = apis(rc)
+    [before] = real_slices(rc)
+    old = ready_driver_pod(rc)
+    log_offset = os.path.getsize(kubelet_log(rc))
+    deleted = time.monotonic()
+    core.delete_namespaced_pod(old.metadata.name, NS)
+    new = wait("a new driver pod Ready on the real node", lambda: (
+        lambda p: p if p and p.metadata.name != old.metadata.name else None)(ready_driver_pod(rc)), timeout=60)
+    assert new.status.container_statuses[0].restart_count == 0
+
+    r = run_playbook(rc, "install", extra_vars=GOOD)
+    assert r.rc == 0, r
+    assert r.changed == 0, r.changed_tasks()
+    assert r.fact("dra_cpu_topology")["nodes"][NODE] == STATE["topology"]["nodes"][NODE]
+
+    # past the kubelet's 30 s wipe delay: the slice was never deleted nor rewritten
+    time.sleep(max(0.0, 33 - (time.monotonic() - deleted)))
+    [after] = real_slices(rc)
+    assert (after["metadata"]["uid"], after["metadata"]["resourceVersion"]) == \
+        (before["metadata"]["uid"], before["metadata"]["resourceVersion"]), (before["metadata"], after["metadata"])
+    assert after["spec"]["pool"] == {"name": NODE, "generation": 1, "resourceSliceCount": 1}
+    with open(kubelet_log(rc), errors="replace") as f:
+        f.seek(log_offset)
+        text = f.read()
+    unreg = text.find('"OperationExecutor.UnregisterPlugin started"')
+    assert unreg >= 0 and text.find('"OperationExecutor.RegisterPlugin started"', unreg) > unreg, text[-3000:]
+
+
+@pytest.fixture
+def only_real_node_schedulable(rc):
+    """node01 (simulated) tainted NoSchedule for one test: the verify pod can only go to real01."""
+    taints = node_taints(rc, "node01")
+    set_taints(rc, "node01", taints + [{"key": "dra-cpu.kubevirtci.io/test-only-real", "value": "true",
+                                        "effect": "NoSchedule"}])
+    yield
+    set_taints(rc, "node01", taints)
+
+
+def test_a_claim_on_a_node_whose_driver_is_gone_fails_verify_with_the_pod_events(rc, installed,
+                                                                                  only_real_node_schedulable):
+    """The driver is evicted from real01 by a NoExecute taint it does not tolerate (the DaemonSet
+    does not bring it back). The kubelet unregisters the plugin at once but deletes its
+    ResourceSlices only 30 s later (measured 30.0 s here), so the scheduler still allocates a claim
+    from them: verify's pod is bound to real01 and the kubelet cannot prepare the claim ("DRA driver
+    dra.cpu is not registered", FailedPrepareDynamicResources). verify fails with the role's
+    message naming the node, the container state and that event. Then the slices go (the kubelet)
+    and the driver comes back when the taint is removed."""
+    core, _ = apis(rc)
+    assert real_slices(rc)
+    taints = node_taints(rc, NODE)
+    tainted = time.monotonic()
+    set_taints(rc, NODE, taints + [GONE_TAINT])
+    try:
+        wait("the driver pod gone from the real node", lambda: not driver_pods(rc), timeout=30)
+        r = run_playbook(rc, "verify", extra_vars={
+            "dra_cpu_verify_timeout": 20,
+            "dra_cpu_verify_tolerations": [{"key": TAINT_KEY, "operator": "Exists"},
+                                           {"key": GONE_TAINT["key"], "operator": "Exists"}]})
+        assert r.rc != 0, r
+        msg = " ".join(r.failure_messages())
+        assert "was not allocated" not in msg, \
+            f"the claim came after the kubelet removed the slices ({time.monotonic() - tainted:.0f}s after " \
+            f"the taint): {msg}"
+        assert f"the claim was allocated, but pod default/dra-cpu-verify on node {NODE} is Pending after 20s, " \
+               "not Running" in msg, msg
+        assert "Container: ContainerCreating." in msg, msg
+        assert "Failed to prepare dynamic resources: prepare dynamic resources: DRA driver dra.cpu is not registered" \
+            in msg, msg
+        wait("the kubelet deleting the gone driver's slices", lambda: not real_slices(rc),
+             timeout=max(1.0, 45 - (time.monotonic() - tainted)))
+        assert not core.list_namespaced_pod("default", field_selector="metadata.name=dra-cpu-verify").items
+    finally:
+        set_taints(rc, NODE, taints)
+    wait("the driver back on the real node", lambda: ready_driver_pod(rc), timeout=60)
+    wait("real01's slices published again", lambda: real_slices(rc), timeout=30)
+
+
+def test_a_stopped_kubelet_makes_the_node_not_ready_and_the_role_still_reports_it(rc, installed):
+    """`cluster.py stop-kubelet real01` freezes the kubelet (SIGSTOP; containerd, the driver and its
+    pods keep running). The node lifecycle controller marks the node Ready=Unknown
+    (NodeStatusUnknown) and taints it node.kubernetes.io/unreachable after
+    kube-controller-manager's --node-monitor-grace-period (the default; measured ~44 s here) and
+    marks its pods not Ready; the DaemonSet's own unreachable toleration keeps the driver pod.
+    Nobody deletes the node's ResourceSlices (the kubelet that would is the one stopped; the Node's
+    garbage collection only when the Node is deleted).
+
+    What the role does on a re-run, as it is: preflight has no node-readiness check; the only
+    finding is the cpu_manager_policy WARNING that /configz cannot be read through the API
+    server's node proxy (HTTP 503, the frozen kubelet never finishes the TLS handshake), whose
+    fix text names RBAC. helm sees nothing to change, and the topology step reports real01 from its
+    stale, complete pool: changed=0, rc 0, real01 with its 10 CPUs. The kubelet resumes (SIGCONT)
+    and the node is Ready again within seconds."""
+    core, _ = apis(rc)
+    rc.cluster_py("stop-kubelet", NODE)
+    stopped = time.monotonic()
+    try:
+        node = wait("the node not Ready", lambda: (lambda n: None if is_ready(n) else n)(core.read_node(NODE)),
+                    timeout=75, interval=1)
+        took = time.monotonic() - stopped
+        [cond] = [x for x in node.status.conditions if x.type == "Ready"]
+        assert (cond.status, cond.reason) == ("Unknown", "NodeStatusUnknown"), cond
+        assert "node.kubernetes.io/unreachable" in [t.key for t in node.spec.taints or []]
+        assert took > 20, f"NotReady after {took:.0f}s, before any grace period"
+        wait("the driver pod marked not Ready", lambda: driver_pods(rc) and not is_ready(driver_pods(rc)[0]),
+             timeout=15)
+
+        r = run_playbook(rc, "install", extra_vars=dict(GOOD, dra_cpu_topology_timeout=30))
+        assert r.rc == 0, r
+        assert r.changed == 0, r.changed_tasks()
+        report = " ".join(r.result("Report the preflight findings")["msg"])
+        assert "Preflight: 0 error(s), 1 warning(s)" in report, report
+        assert f"[WARNING] cpu_manager_policy on {NODE}: node {NODE}: could not read the kubelet configuration: " \
+               f"HTTP 503 from the API server for get nodes/proxy (GET /api/v1/nodes/{NODE}/proxy/configz)" \
+               in report, report
+        assert "cpuManagerPolicy unknown" in report, report
+        assert "NotReady" not in report and "not ready" not in report.lower(), report
+        topo = r.fact("dra_cpu_topology")
+        assert topo["nodes"][NODE] == STATE["topology"]["nodes"][NODE], topo
+        assert real_slices(rc)
+    finally:
+        rc.cluster_py("start-kubelet", NODE)
+    wait("the node Ready again", lambda: is_ready(core.read_node(NODE)), timeout=60, interval=1)
+    wait("the unreachable taint removed", lambda: "node.kubernetes.io/unreachable" not in
+         [t.key for t in core.read_node(NODE).spec.taints or []], timeout=30, interval=1)
