@@ -36,7 +36,11 @@ EVERY_NODE = {"dra_cpu_chart_values": {"tolerations": [{"operator": "Exists"}]}}
 
 @pytest.fixture(scope="module")
 def mixed(cluster_factory):
-    return cluster_factory("real-driver", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
+    c = cluster_factory("real-driver", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
+    yield c
+    # down at the module's end, not the session's: clusters with real nodes share the host's
+    # kube-proxy and iptables, one at a time (cluster_kube_proxy.py)
+    c.down()
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,11 @@ STATE = {}
 
 @pytest.fixture(scope="module")
 def rc(cluster_factory):
-    return cluster_factory("real-faults", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
+    c = cluster_factory("real-faults", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
+    yield c
+    # down at the module's end, not the session's: clusters with real nodes share the host's
+    # kube-proxy and iptables, one at a time (cluster_kube_proxy.py)
+    c.down()
 
 
 def apis(c):
