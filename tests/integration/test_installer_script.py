@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import time
 
@@ -140,69 +139,6 @@ def test_second_run_reuses_the_environment_without_pip_or_galaxy(host, tmp_path)
         galaxy.with_name("ansible-galaxy.hidden").rename(galaxy)
         pip.with_name("pip.hidden").rename(pip)
     assert_only_tools_changed(host)
-
-
-def direct_run(host):
-    """The environment's own ansible-playbook with the configuration the script sets (the same
-    collections, Ansible home, temporary and helm directories): `install.yml itself`."""
-    venv, tools = env_dir(host), host["tools"]
-    coll = next(venv.glob("collections-*"))
-    env = dict(host["env"], ANSIBLE_HOME=str(venv / "home"), ANSIBLE_REMOTE_TEMP=str(venv / "home" / "tmp"),
-               ANSIBLE_COLLECTIONS_PATH="%s:%s" % (coll, venv / "collections"),
-               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false", ANSIBLE_PYTHON_INTERPRETER=str(venv / "bin" / "python"),
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-               ANSIBLE_PIPELINING="true", TMPDIR=str(venv / "home" / "tmp"),
-               HELM_CACHE_HOME=str(tools / "dra-cpu-helm-home" / "cache"),
-               HELM_CONFIG_HOME=str(tools / "dra-cpu-helm-home" / "config"),
-               HELM_DATA_HOME=str(tools / "dra-cpu-helm-home" / "data"),
-               KUBECACHEDIR=str(tools / "dra-cpu-helm-home" / "kube-cache"))
-    cmd = [str(venv / "bin" / "ansible-playbook"), "kubevirtci.dra_cpu.install",
-           "-e", '{"dra_cpu_helm_cache_dir": "%s"}' % (tools / "dra-cpu-helm")]
-
-    def run_direct(*args):
-        began = time.monotonic()
-        proc = subprocess.run([*cmd, *args], env=env, cwd=str(host["home"].parent), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=600, check=False)
-        return proc.returncode, proc.stdout, time.monotonic() - began
-    return run_direct
-
-
-def test_the_scripts_own_cost_before_ansible_playbook_is_small(host):
-    """ansible-playbook --version through the script and directly (medians of 5 alternating runs): what
-    the script adds on a reused environment (the switch, the interpreter check, the digests, the locks)."""
-    run_direct = direct_run(host)
-    script, direct = [], []
-    for _ in range(5):
-        began = time.monotonic()
-        rc, out = finish(subprocess.Popen(["/bin/bash", SCRIPT, "--version"], env=host["env"], stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, text=True))
-        script.append(time.monotonic() - began)
-        assert rc == 0 and "ansible-playbook [core 2.19" in out, out
-        rc, out, seconds = run_direct("--version")
-        assert rc == 0, out
-        direct.append(seconds)
-    print("--version: script %s s, ansible-playbook itself %s s" % (script, direct))
-    assert statistics.median(script) - statistics.median(direct) <= 0.2, (script, direct)
-
-
-def test_a_reused_run_costs_at_most_half_a_second_more_than_install_yml_itself(host):
-    """No-op installs, a warm-up of each and then 5 alternating runs of the script and of install.yml
-    itself (direct_run). Compared by the fastest run of each: on 2 shared cores a no-op run varies by
-    2-3 s and only ever upwards (other processes slow it, nothing speeds it), so the minimum is the
-    run's own cost; the medians are printed beside it."""
-    run_direct = direct_run(host)
-    assert run(host)[0] == 0 and run_direct(*host["args"])[0] == 0      # warm-up, not counted
-    script, direct = [], []
-    for _ in range(5):
-        rc, out, seconds = run(host)
-        assert rc == 0 and recap_changed(out) == 0, out[-3000:]
-        script.append(seconds)
-        rc, out, seconds = run_direct(*host["args"])
-        assert rc == 0 and recap_changed(out) == 0, out[-3000:]
-        direct.append(seconds)
-    print("script %s s (median %.2f), install.yml itself %s s (median %.2f)"
-          % (script, statistics.median(script), direct, statistics.median(direct)))
-    assert min(script) - min(direct) <= 0.5, (script, direct)
 
 
 def test_bad_reserved_cpus_fails_like_the_playbook_before_any_change(host, cluster):
