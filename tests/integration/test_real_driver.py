@@ -22,11 +22,9 @@ import os
 import pytest
 
 from ansible_run import run_playbook
-from test_real_node import MISSING, NODE, TAINT_KEY, wait
+from real_nodes_lib import NODE, TAINT_KEY, apis, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
 
-pytestmark = [
-    pytest.mark.skipif(bool(MISSING), reason=f"real-node binaries not built: {', '.join(MISSING)}"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
+pytestmark = skip_marks() + [
     pytest.mark.timeout(900),
 ]
 
@@ -48,18 +46,6 @@ def installed(mixed):
     r = run_playbook(mixed, "install", extra_vars=EVERY_NODE)
     assert r.rc == 0, r
     return r
-
-
-def apis(c):
-    from kubernetes import client
-    return client.CoreV1Api(c.api_client), client.CustomObjectsApi(c.api_client)
-
-
-def real_slices(c):
-    _, custom = apis(c)
-    return custom.list_cluster_custom_object(
-        "resource.k8s.io", "v1", "resourceslices",
-        field_selector=f"spec.driver=dra.cpu,spec.nodeName={NODE}")["items"]
 
 
 def node_dir(c):
@@ -184,13 +170,8 @@ def test_a_claim_pod_starts_on_the_real_kubelet(mixed, installed):
 @pytest.fixture
 def only_real_node_schedulable(mixed):
     """node01 (simulated) tainted NoSchedule for one test: the verify pod can only go to real01."""
-    core, _ = apis(mixed)
-    taint = {"key": "dra-cpu.kubevirtci.io/test-only-real", "value": "true", "effect": "NoSchedule"}
-    node = core.read_node("node01")
-    taints = [t.to_dict() for t in node.spec.taints or []]
-    core.patch_node("node01", {"spec": {"taints": taints + [taint]}})
-    yield
-    core.patch_node("node01", {"spec": {"taints": taints or None}})
+    with taint_simulated(mixed):
+        yield
 
 
 VERIFY_ON_REAL = {"dra_cpu_verify_tolerations": [{"key": TAINT_KEY, "operator": "Exists"}]}

@@ -24,15 +24,14 @@ import time
 import pytest
 
 from ansible_run import run_playbook
-from test_real_node import MISSING, NODE, TAINT_KEY, wait
+from real_nodes_lib import (DRIVER_NS as NS, NODE, TAINT_KEY, apis, driver_pods, is_ready, node_taints,
+                            only_real_node_schedulable as taint_simulated, ready_driver_pod, real_slices, set_taints,
+                            skip_marks, wait)
 
-pytestmark = [
-    pytest.mark.skipif(bool(MISSING), reason=f"real-node binaries not built: {', '.join(MISSING)}"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
+pytestmark = skip_marks() + [
     pytest.mark.timeout(900),
 ]
 
-NS = "dra-driver-cpu"
 TOLERATIONS = [{"key": TAINT_KEY, "operator": "Exists"}, {"operator": "Exists", "effect": "NoSchedule"}]
 GOOD = {"dra_cpu_chart_values": {"tolerations": TOLERATIONS}, "dra_cpu_topology_timeout": 60}
 GONE_TAINT = {"key": "dra-cpu.kubevirtci.io/driver-off", "value": "true", "effect": "NoExecute"}
@@ -48,11 +47,6 @@ def rc(cluster_factory):
     # down at the module's end, not the session's: clusters with real nodes share the host's
     # kube-proxy and iptables, one at a time (cluster_kube_proxy.py)
     c.down()
-
-
-def apis(c):
-    from kubernetes import client
-    return client.CoreV1Api(c.api_client), client.CustomObjectsApi(c.api_client)
 
 
 def install_good(c):
@@ -71,40 +65,8 @@ def installed(rc):
     return STATE["topology"]
 
 
-def real_slices(c):
-    _, custom = apis(c)
-    return custom.list_cluster_custom_object(
-        "resource.k8s.io", "v1", "resourceslices",
-        field_selector=f"spec.driver=dra.cpu,spec.nodeName={NODE}")["items"]
-
-
-def driver_pods(c):
-    core, _ = apis(c)
-    return core.list_namespaced_pod(NS, field_selector=f"spec.nodeName={NODE}",
-                                    label_selector="app.kubernetes.io/name=dra-driver-cpu").items
-
-
-def is_ready(obj):
-    return any(x.type == "Ready" and x.status == "True" for x in obj.status.conditions or [])
-
-
-def ready_driver_pod(c):
-    pods = [p for p in driver_pods(c) if not p.metadata.deletion_timestamp and is_ready(p)]
-    return pods[0] if pods else None
-
-
 def kubelet_log(c):
     return os.path.join(c.state_dir, "logs", f"real-{NODE}-kubelet.log")
-
-
-def node_taints(c, name):
-    core, _ = apis(c)
-    return [c.api_client.sanitize_for_serialization(t) for t in core.read_node(name).spec.taints or []]
-
-
-def set_taints(c, name, taints):
-    core, _ = apis(c)
-    core.patch_node(name, {"spec": {"taints": taints or None}})
 
 
 def test_a_driver_that_refuses_its_config_crash_loops_and_the_role_names_node_crash_and_log(rc):
@@ -205,11 +167,8 @@ def test_a_deleted_driver_pod_comes_back_and_its_slices_stay(rc, installed):
 @pytest.fixture
 def only_real_node_schedulable(rc):
     """node01 (simulated) tainted NoSchedule for one test: the verify pod can only go to real01."""
-    taints = node_taints(rc, "node01")
-    set_taints(rc, "node01", taints + [{"key": "dra-cpu.kubevirtci.io/test-only-real", "value": "true",
-                                        "effect": "NoSchedule"}])
-    yield
-    set_taints(rc, "node01", taints)
+    with taint_simulated(rc):
+        yield
 
 
 def test_a_claim_on_a_node_whose_driver_is_gone_fails_verify_with_the_pod_events(rc, installed,

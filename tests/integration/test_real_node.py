@@ -15,30 +15,16 @@ import json
 import os
 import ssl
 import subprocess
-import time
 import urllib.request
 
-import pytest
+from real_nodes_lib import NODE, TAINT_KEY, skip_marks, wait
 
-CACHE = os.path.abspath(os.environ.get("CLUSTER_CACHE_DIR") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kubevirtci-dra-cpu"))
-K8S = os.environ.get("CLUSTER_K8S_VERSION", "v1.36.3")
-NEEDED = [f"kubelet/{K8S}/kubelet", "containerd/v2.4.2/containerd", "containerd/v2.4.2/containerd-shim-runc-v2",
-          "cni-plugins/v1.9.1/bridge", "cni-plugins/v1.9.1/host-local", "cni-plugins/v1.9.1/loopback",
-          "crane/v0.22.1/crane", "pause/*/pause", "runc/*/runc", f"kube-proxy/{K8S}/kube-proxy", "driver/*/dracpu"]
-MISSING = [n for n in NEEDED if not glob.glob(os.path.join(CACHE, n))]
-NODE = "real01"
-TAINT_KEY = "dra-cpu.kubevirtci.io/real-node"
 HOST_STATE = "/run/dracpu-real-nodes.json"
 FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
          "/var/log/pods", "/var/log/containers"]
 SYSCTLS = ["net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops"]
 
-pytestmark = [
-    pytest.mark.skipif(bool(MISSING), reason="real-node binaries not built (run `tests/cluster/build.sh real-node`;"
-                                             f" missing in {CACHE}: {', '.join(MISSING)})"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
-]
+pytestmark = skip_marks()
 
 
 def sysctls():
@@ -68,17 +54,6 @@ def pod(name, host_network):
             "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1"}],
         },
     }
-
-
-def wait(what, fn, timeout=120, interval=0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
