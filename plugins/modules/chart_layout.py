@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-# Thin module: reads the chart's three files; the mapping is module_utils/chart/layout.py.
+# Thin module: the chart stage is module_utils/chart/stage.py (fetch.py pulls and caches, layout.py maps,
+# helm/schema.py decides about helm); plugins/action/chart_layout.py runs it in-process on a local connection.
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,6 +22,18 @@ description:
     key in the chart. Nothing is written anywhere.
   - Without O(path) (the chart could not be read, for example in check mode before helm is downloaded)
     falls back to the version-number rule (C(args) below 0.3.0) and says so.
+  - With O(helm) set it gets the chart itself, the chart stage of the dra_cpu role in one call -
+    C(helm pull <chart> --destination <tmp> [--version V] [--plain-http]) into a temporary directory
+    it removes again (C(SSL_CERT_FILE) set to O(ca_file)); a local chart directory or C(.tgz) is read
+    where it is. A chart that cannot be fetched fails naming O(chart) and O(chart_version), with
+    helm's error and whether the chart exists but not in this version.
+  - The parsed chart (its layout, image defaults and schema requirements) is cached by chart digest in
+    C(<cache_dir>/charts/sha256-<hex>.json) - the digest helm prints on an OCI pull, else the sha256 of
+    the pulled C(.tgz). helm still pulls the chart on every run (only that tells which digest a
+    reference names); the cache saves reading and parsing it. Not written in check mode.
+  - Decides whether the helm that will install the chart (O(helm_version), O(helm_source)) can
+    validate the chart's C(values.schema.json), RV(helm_choice); fails itself when it cannot and
+    cannot be replaced (a too old O(helm_binary_configured), or O(wanted_helm_version) too old).
 options:
   path:
     description:
@@ -58,6 +71,43 @@ options:
     description: Extra values, deep-merged last.
     type: dict
     default: {}
+  helm:
+    description:
+      - argv[0] of helm for C(helm pull). Set (also to '') it switches the module to getting the chart
+        itself from O(chart) - '' means no helm yet (check mode before the download) - a local
+        O(chart) is read where it is, and the version-number fallback is used when neither works.
+      - Not set, O(path) is read, or the fallback used when it is empty (what the module did before
+        it had this option).
+    type: str
+  plain_http:
+    description: C(helm pull --plain-http) (an OCI registry without TLS).
+    type: bool
+    default: false
+  ca_file:
+    description: CA bundle for the chart's registry or repository (C(SSL_CERT_FILE) for helm); '' none.
+    type: path
+    default: ''
+  helm_version:
+    description: The version of the helm that will install the chart (C(v3.18.4)); '' unknown.
+    type: str
+    default: ''
+  helm_source:
+    description: Where that helm comes from - C(dra_cpu_helm_binary), helm on PATH, or a download.
+    type: str
+    default: path
+    choices: [path, binary, download]
+  helm_binary_configured:
+    description: The value of C(dra_cpu_helm_binary), for the messages.
+    type: str
+    default: ''
+  wanted_helm_version:
+    description: The value of C(dra_cpu_helm_version), the helm a download would fetch.
+    type: str
+    default: ''
+  cache_dir:
+    description: The helm cache directory (C(dra_cpu_helm_cache_dir)); the layout cache is its C(charts/). '' no cache.
+    type: path
+    default: ''
 extends_documentation_fragment:
   - kubevirtci.dra_cpu.read_only
 """
@@ -113,8 +163,57 @@ app_version:
   returned: success
   type: str
 report:
-  description: One line saying which mapping was used.
+  description:
+    - "Short lines for the release report: C(chart: <chart> <version> (<mapping>)), then
+      C(helm: <why helm from PATH is replaced>) when RV(helm_choice.action=download) and
+      C(warning: ...) when RV(helm_choice.warning) is set."
+    - A list since the module fetches the chart itself; the one line it was is RV(mapping) now.
   returned: success
+  type: list
+  elements: str
+  sample:
+    - "chart: oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu 0.3.0 (values mapped onto driverConfig.*
+      (from chart); chart has nodeSelector, affinity)"
+mapping:
+  description: The mapping alone, C(values mapped onto driverConfig.* (from chart); ...).
+  returned: success
+  type: str
+version:
+  description:
+    - The version in the chart's C(Chart.yaml), the one that will be installed; O(chart_version)
+      (or '') when the chart could not be read.
+  returned: always
+  type: str
+  sample: 0.3.0
+helm_choice:
+  description: Whether the helm found validates the chart's values schema (module_utils/helm/schema.py).
+  returned: always
+  type: dict
+  contains:
+    action:
+      description:
+        - V(use) it, V(download) O(wanted_helm_version) instead (helm on PATH is too old), or V(fail)
+          (the module then fails with RV(helm_choice.message)).
+      type: str
+    message:
+      description: Why helm is replaced or refused; '' for V(use).
+      type: str
+    warning:
+      description: Set when the helm's version is unknown and the chart needs a newer one (also a task warning).
+      type: str
+source:
+  description:
+    - Where the chart was read - V(pulled) (helm pull), V(local) (O(chart) is a local path), V(path)
+      (O(path)), or V(fallback) (not read, the version-number rule).
+  returned: always
+  type: str
+digest:
+  description: The pulled chart's digest (C(sha256:...)); '' when it was not pulled.
+  returned: always
+  type: str
+cache:
+  description: V(hit) (the layout came from the cache), V(written) (stored now), or '' (not pulled, no O(cache_dir), check mode).
+  returned: always
   type: str
 schema_requirements:
   description:
@@ -124,96 +223,29 @@ schema_requirements:
   type: dict
 """
 
-import json
-import os
-import tarfile
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import layout as cl
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import schema_requirements
-
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
-    yaml = None
-
-FILES = ("Chart.yaml", "values.yaml", "values.schema.json")
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.stage import argument_spec, chart_result
 
 
-def _chart_dir(path):
-    """The directory holding Chart.yaml: ``path`` itself or its only subdirectory (helm pull --untar)."""
-    if os.path.isfile(os.path.join(path, "Chart.yaml")):
-        return path
-    subs = [os.path.join(path, d) for d in sorted(os.listdir(path))
-            if os.path.isfile(os.path.join(path, d, "Chart.yaml"))]
-    if len(subs) != 1:
-        raise ValueError("%s holds no single chart" % path)
-    return subs[0]
-
-
-def read_chart(path):
-    """{file name: text or None} from a chart directory or .tgz."""
-    found = dict((name, None) for name in FILES)
-    if os.path.isdir(path):
-        top = _chart_dir(path)
-        for name in FILES:
-            full = os.path.join(top, name)
-            if os.path.isfile(full):
-                with open(full) as fh:
-                    found[name] = fh.read()
-        return found
-    with tarfile.open(path) as tar:
-        for member in tar.getmembers():
-            parts = member.name.split("/")
-            if len(parts) == 2 and parts[1] in FILES and member.isfile():
-                found[parts[1]] = tar.extractfile(member).read().decode("utf-8")
-    return found
+def _runner(module):
+    def run(argv, env):
+        try:
+            return module.run_command(argv, environ_update=env, expand_user_and_vars=False,
+                                      handle_exceptions=False)
+        except OSError as exc:
+            return 127, "", "%s: %s" % (argv[0], exc)
+    return run
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(
-        path=dict(type="path", default=""),
-        chart=dict(type="str", default=""),
-        chart_version=dict(type="str", default=""),
-        reserved_cpus=dict(type="str", default=""),
-        group_by=dict(type="str", default=""),
-        cpu_device_mode=dict(type="str", default="grouped", choices=["grouped", "individual"]),
-        image=dict(type="str", default=""),
-        chart_values=dict(type="dict", default={}),
-    ), supports_check_mode=True)
-    p = module.params
-    metadata, defaults, schema = {}, {}, None
-    if p["path"]:
-        try:
-            files = read_chart(p["path"])
-            if files["Chart.yaml"] is None:
-                raise ValueError("no Chart.yaml")
-            metadata = yaml.safe_load(files["Chart.yaml"]) or {}
-            defaults = yaml.safe_load(files["values.yaml"] or "") or {}
-            schema = json.loads(files["values.schema.json"]) if files["values.schema.json"] else None
-        except (OSError, IOError, ValueError, tarfile.TarError, yaml.YAMLError) as exc:
-            module.fail_json(msg="cannot read chart %s %s at %s: %s"
-                             % (p["chart"], p["chart_version"], p["path"], exc))
-        layout = cl.chart_layout(metadata, defaults, schema, p["chart"])
-    else:
-        layout = cl.fallback_layout(p["chart_version"], p["chart"])
-    try:
-        values = cl.release_values(layout, p, p["chart_values"], p["image"])
-    except cl.ChartLayoutError as exc:
-        module.fail_json(msg=str(exc), layout=layout)
-    image = cl.image_of(defaults, metadata, values) if p["path"] else ""
-    extra = {"schema_requirements": schema_requirements(schema)} if p["path"] else {}
-    module.exit_json(
-        changed=False,
-        layout=layout,
-        release_values=values,
-        node_selector=cl.node_placement(layout, p["chart_values"]),
-        image=image,
-        app_version=str(metadata.get("appVersion") or ""),
-        report=cl.report_line(layout),
-        **extra
-    )
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    result = chart_result(module.params, _runner(module), module.check_mode)
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -199,7 +199,7 @@ ansible_facts:
 summary:
   description:
     - A table of node, cell, devices and allocatable CPUs with a total per node, then the largest VM that fits
-      and the largest and smallest cells; one line per list item (the role prints it as it is). Rows for at
+      and, with more than one node, the largest and smallest cells; one line per list item (the role prints it as it is). Rows for at
       most 50 nodes; one line counts the others (their cells are in the fact).
     - The largest VM is one line in grouped mode; in individual mode, one for the node and one NUMA-aligned.
   returned: success
@@ -211,7 +211,6 @@ summary:
     - "node01     1  cpudevnuma001         6"
     - "node01  total                       10"
     - "largest VM that fits: 6 host CPUs (a claim takes all its CPUs from one device: one NUMA cell)"
-    - "largest cell: node01 cell 1, 6 CPUs; smallest cell: node01 cell 0, 4 CPUs"
 targets:
   description: The nodes waited for (deleted nodes removed).
   returned: always
@@ -249,91 +248,26 @@ wait_stats:
 
 import gc
 
-from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import RedactingModule, auth_argument_spec
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.run import run
-
-
-def argument_spec():
-    spec = dict(
-        driver=dict(type="str", default=topo.DEFAULT_DRIVER),
-        nodes=dict(type="list", elements="str"),
-        namespace=dict(type="str", default="dra-driver-cpu"),
-        release_name=dict(type="str", default=""),
-        pod_selector=dict(type="str"),
-        wait=dict(type="bool", default=True),
-        timeout=dict(type="int", default=300),
-        expected_cells_per_node=dict(type="int"),
-        expected_cpus_per_node=dict(type="int"),
-        reserved_cpus=dict(type="str", default=""),
-        min_cell_cpus=dict(type="int"),
-        log_lines=dict(type="int", default=20),
-        report_dir=dict(type="path", default=""),
-        record_failure=dict(type="str", default=""),
-    )
-    spec.update(auth_argument_spec(AUTH_ARG_SPEC))
-    return spec
-
-
-def check_params(params):
-    """Problems with the options (list of messages) and the reserved CPU list."""
-    problems = []
-    reserved = []
-    try:
-        reserved = parse_cpuset(params["reserved_cpus"])
-    except CpusetError as exc:
-        problems.append("reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
-    for name in ("timeout", "expected_cells_per_node", "expected_cpus_per_node", "min_cell_cpus"):
-        value = params.get(name)
-        if value is not None and value <= 0:
-            problems.append("%s: %s is not positive" % (name, value))
-    if params.get("log_lines") is not None and params["log_lines"] < 0:
-        problems.append("log_lines: %s is negative" % params["log_lines"])
-    cells, cpus = params.get("expected_cells_per_node"), params.get("expected_cpus_per_node")
-    if cells and cpus and cpus > 0 and cells > 0 and cpus % cells:
-        problems.append("expected_cpus_per_node: %d cannot be split evenly over %d cells (expected_cells_per_node)"
-                        % (cpus, cells))
-    return problems, reserved
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import RedactingModule
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import exit_module
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.run import argument_spec, run_cpu_topology
 
 
 def main():
+    # the run is module_utils/topology/run.py, shared with the action plugin (plugins/action/cpu_topology.py)
     module = AnsibleK8SModule(
         module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
         argument_spec=argument_spec(),
         supports_check_mode=True,
     )
-    problems, reserved = check_params(module.params)
-    if problems:
-        module.fail_json(msg="; ".join(problems))
-    try:
-        client = get_api_client(module)
-    except CoreException as exc:
-        module.fail_json(msg="cannot create a Kubernetes client: %s" % exc)
-    except Exception as exc:  # kubeconfig errors surface as various exception types
-        module.fail_json(msg="cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
-    api = RawApi(client.client)
-    try:
-        result, failure = run(api, module.params, reserved,
-                              report_dir=None if module.check_mode else module.params["report_dir"])
-    except KubeRequestError as exc:
-        module.fail_json(msg="cannot read the driver's CPU topology: %s" % exc.message)
+    result = run_cpu_topology(module.params, module.check_mode, module, get_api_client)
     # the wait is over: exempt the client's large heap from the collector so the interpreter does
     # not spend ~0.5 s tearing it down after the result is written (measured in bench/)
     gc.freeze()
-    if failure:
-        # facts are not set on failure; the topology is still returned for the record
-        facts = result.pop("ansible_facts", None)
-        if facts:
-            result["topology"] = facts["dra_cpu_topology"]
-        module.fail_json(msg=failure, changed=False, **result)
-    module.exit_json(changed=False, **result)
+    exit_module(module, result)
 
 
 if __name__ == "__main__":

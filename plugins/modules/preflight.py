@@ -1,9 +1,10 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-# The preflight module: its options, documentation and exit. What it reads and in which order is in
-# module_utils/preflight/gather.py; the rules in preflight/rules.py and preflight/nodes.py; the
-# report text in preflight/report.py.
+# The preflight module: its documentation and exit. Its options and one run are in
+# module_utils/preflight/run.py (shared with plugins/action/preflight.py, which runs it in the
+# controller on a local connection); what it reads and in which order in preflight/gather.py; the
+# rules in preflight/rules.py and preflight/nodes.py; the report text in preflight/report.py.
 
 from __future__ import absolute_import, division, print_function
 
@@ -33,13 +34,21 @@ description:
     C(permission denied: cannot get nodes/proxy)."
   - With O(namespace), also reports what is installed already (RV(installed)), that is whether the
     namespace exists with the Pod Security labels, and the newest revision of helm release
-    O(release_name) (status and chart version, read from helm's release Secret; the release's values
-    are never returned). The role uses it to skip the lookups and writes a re-run does not need.
+    O(release_name) (status, chart version and a digest of its values, read from helm's release Secret;
+    the release's values are never returned). The role uses it to skip the lookups and writes a re-run does not need.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - kubevirtci.dra_cpu.read_only
   - kubevirtci.dra_cpu.read_only.cluster
 options:
+  checks:
+    description:
+      - Run the checks. V(false) runs none of them and only reads what a caller needs anyway, in the
+        same one call, that is RV(cluster) (after asking the API server for its version) and, with
+        O(namespace), RV(installed); then RV(passed) is V(true), RV(findings) empty and RV(summary) one
+        line saying preflight did not run. No report file is written then.
+    type: bool
+    default: true
   cpu_device_mode:
     description:
       - The driver's device mode; it decides the version and feature-gate requirements (upstream's
@@ -245,6 +254,17 @@ report:
   type: list
   elements: str
   sample: ["Preflight: 0 error(s), 0 warning(s); checked nodes: node01", "[OK] server_version: Kubernetes v1.36.3"]
+summary:
+  description:
+    - "The short report, as lines of text. One line C(preflight: <N> checks passed on <nodes> (<E> errors, <W> warnings))
+      (at most 3 node names, then C(and <K> more)), then one line per warning and error finding (as in
+      RV(report)). With O(checks=false), the one line C(preflight: not run (dra_cpu_preflight=false)); when
+      preflight could not check at all, the line of RV(report). When errors remain, C(msg) ends with these lines."
+  returned: always
+  type: list
+  elements: str
+  sample: ["preflight: 6 checks passed on node01, node02 (1 errors, 0 warnings)",
+           "[ERROR] cpu_manager_policy on node02: node node02: kubelet cpuManagerPolicy is static (observed: static; ..."]
 installed:
   description:
     - What is installed in O(namespace) already. V(readable=false) (with V(error)) when it could not be
@@ -271,99 +291,41 @@ installed:
       description: The newest revision of O(release_name) ({} when there is none).
       type: dict
       returned: when readable
-      sample: {name: dra-driver-cpu, revision: 1, status: deployed, chart: dra-driver-cpu, chart_version: 0.3.0}
+      sample: {name: dra-driver-cpu, revision: 1, status: deployed, chart: dra-driver-cpu, chart_version: 0.3.0,
+               values_sha256: 3f0a9c1e5b7d2468ace013579bdf2468ace013579bdf2468ace013579bdf2468}
+      contains:
+        values_sha256:
+          description:
+            - sha256 (hex) of the canonical JSON (keys sorted, separators C(,) and C(:)) of the values helm
+              stored with the release (its C(config), the user-supplied values); '' when the release body
+              cannot be decoded. The values themselves are never returned (they may hold secrets). The
+              release action compares it with the digest of the values it would give helm.
+          type: str
+          returned: when there is a release
 """
 
-import copy
 import gc
 
-from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import RedactingModule, auth_argument_spec, describe_target
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as preflight_nodes
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report as preflight_report
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.values import supports_node_affinity
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.gather import run_checks
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.report_files import PREFLIGHT, write_report
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import parse_version
-
-
-def argument_spec():
-    spec = dict(
-        cpu_device_mode=dict(type="str", default=rules.GROUPED, choices=list(rules.MODES)),
-        min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),
-        feature_gate=dict(type="str", default=rules.DEFAULT_FEATURE_GATE),
-        node_selector=dict(type="dict", default={}),
-        tolerations=dict(type="list", elements="dict", default=copy.deepcopy(preflight_nodes.CHART_TOLERATIONS)),
-        reserved_cpus=dict(type="str", default=""),
-        ignore=dict(type="list", elements="str", default=[], choices=list(rules.CHECKS)),
-        skip_incompatible_nodes=dict(type="bool", default=False),
-        chart_version=dict(type="str", default=""),
-        chart_affinity=dict(type="bool"),
-        check_configz=dict(type="bool", default=True),
-        namespace=dict(type="str", default=""),
-        namespace_labels=dict(type="dict", default={}),
-        release_name=dict(type="str", default=""),
-        chart=dict(type="str", removed_in_version="1.0.0", removed_from_collection="kubevirtci.dra_cpu"),
-        report_dir=dict(type="path", default=""),
-    )
-    spec.update(auth_argument_spec(AUTH_ARG_SPEC))
-    return spec
-
-
-def could_not_run(module, message):
-    """Fail before any finding, with the one-line report the role prints."""
-    module.fail_json(msg=message, report=preflight_report.could_not_run(message))
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import RedactingModule
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import exit_module
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.run import argument_spec, run_preflight
 
 
 def main():
+    # the run is module_utils/preflight/run.py, shared with the action plugin (plugins/action/preflight.py)
     module = AnsibleK8SModule(
         module_class=RedactingModule,  # hides a dict kubeconfig's secrets only
         argument_spec=argument_spec(),
         supports_check_mode=True,
     )
-    params = module.params
-    try:
-        reserved = parse_cpuset(params["reserved_cpus"])
-    except CpusetError as exc:
-        could_not_run(module, "reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
-    try:
-        supports_node_affinity(params["chart_version"])
-    except ValueError as exc:
-        could_not_run(module, "chart_version: %s" % exc)
-    try:
-        parse_version(params["min_version"])
-    except ValueError as exc:
-        could_not_run(module, "min_version: %s" % exc)
-
-    try:
-        client = get_api_client(module)
-    except CoreException as exc:
-        could_not_run(module, "cannot create a Kubernetes client: %s" % exc)
-    except Exception as exc:  # kubeconfig errors surface as various exception types
-        could_not_run(module, "cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
-    api = RawApi(client.client)
-    try:
-        result, message = run_checks(api, params, reserved)
-    except KubeRequestError as exc:
-        could_not_run(module, "preflight could not read the cluster: %s" % exc.message)
+    result = run_preflight(module.params, module.check_mode, module, get_api_client)
     # done with the cluster: exempt the client's large heap from the collector so the interpreter
     # does not spend ~0.5 s tearing it down after the result is written (as cpu_topology does)
     gc.freeze()
-    # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
-    result["cluster"] = describe_target(params, client.configuration.host)
-    if not module.check_mode:
-        write_report(params["report_dir"], PREFLIGHT,
-                     dict((key, result.get(key)) for key in ("passed", "findings", "report", "cluster")))
-    if not result["passed"]:
-        module.fail_json(msg=message, changed=False, **result)
-    module.exit_json(changed=False, **result)
+    exit_module(module, result)
 
 
 if __name__ == "__main__":

@@ -61,32 +61,18 @@ server_version:
   sample: v1.36.3
 """
 
-from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import (
-    RedactingModule, auth_argument_spec, describe_target)
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import RedactingModule
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import exit_module
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import argument_spec, run_target
 
 
 def main():
-    module = AnsibleK8SModule(module_class=RedactingModule, argument_spec=auth_argument_spec(AUTH_ARG_SPEC),
-                              supports_check_mode=True)
-    try:
-        client = get_api_client(module)
-    except CoreException as exc:
-        module.fail_json(msg="cannot create a Kubernetes client: %s" % exc)
-    except Exception as exc:  # kubeconfig errors surface as various exception types
-        module.fail_json(msg="cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc))
-    result = describe_target(module.params, client.configuration.host)
-    try:
-        result["server_version"] = RawApi(client.client).version().get("gitVersion")
-    except KubeRequestError as exc:
-        module.fail_json(msg="cannot reach the cluster at %s (context %s): %s"
-                         % (result["server"], result["context"], exc.message), **result)
-    module.exit_json(changed=False, **result)
+    # the run is module_utils/k8s/target.py, shared with the action plugin (plugins/action/target_cluster.py)
+    module = AnsibleK8SModule(module_class=RedactingModule, argument_spec=argument_spec(), supports_check_mode=True)
+    exit_module(module, run_target(module.params, module.check_mode, module, get_api_client))
 
 
 if __name__ == "__main__":

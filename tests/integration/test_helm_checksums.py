@@ -24,12 +24,15 @@ def mirror_sha256(cluster):
 
 
 def download(cluster, tmp_path, checksums):
-    """Only the role's helm download (tasks_from: helm_download) with these checksums."""
+    """Only the role's validate and helm stages (tasks_from), with these checksums: the test
+    cluster's environment has no helm on PATH, so the helm stage downloads dra_cpu_helm_version."""
     play = tmp_path / "download.yml"
     play.write_text(yaml.safe_dump([{
         "name": "helm download", "hosts": "localhost", "connection": "local", "gather_facts": False,
-        "tasks": [{"name": "Download helm", "ansible.builtin.include_role": {
-            "name": "kubevirtci.dra_cpu.dra_cpu", "tasks_from": "helm_download"}}]}], sort_keys=False))
+        "tasks": [{"name": "Validate", "ansible.builtin.include_role": {
+            "name": "kubevirtci.dra_cpu.dra_cpu", "tasks_from": "validate"}},
+                  {"name": "Download helm", "ansible.builtin.include_role": {
+                      "name": "kubevirtci.dra_cpu.dra_cpu", "tasks_from": "helm"}}]}], sort_keys=False))
     cache = tmp_path / "cache"
     r = run_playbook(cluster, str(play), extra_vars={"dra_cpu_helm_cache_dir": str(cache),
                                                      "dra_cpu_helm_checksums": checksums})
@@ -37,7 +40,13 @@ def download(cluster, tmp_path, checksums):
 
 
 def messages(r):
-    return [str(res.get("msg", "")) for _, res in r.tasks()]
+    """Every task's message and report lines (the helm stage returns its lines in ``report``)."""
+    out = []
+    for _, res in r.tasks():
+        msg = res.get("msg", "")
+        out.extend(msg if isinstance(msg, list) else [str(msg)])
+        out.extend(res.get("report") or [])
+    return out
 
 
 def unpacked(cache):

@@ -124,24 +124,22 @@ def _path_with(helm, tmp_path):
     return {"PATH": os.pathsep.join([str(bindir), BIN, os.environ.get("PATH", "")])}
 
 
-def _msgs(result, task):
-    return [r.get("msg", "") for r in result.results(task)]
-
-
 def test_old_helm_on_path_is_replaced_by_the_configured_version(cluster, old_helm, tmp_path,
                                                                  registry_has_this_fixture):
     cache = tmp_path / "helm-cache"
     r = run_playbook(cluster, "install", env=_path_with(old_helm, tmp_path), extra_vars={
         "dra_cpu_chart_version": "0.3.0", "dra_cpu_helm_cache_dir": str(cache)})
     assert r.rc == 0, r
-    (why,) = _msgs(r, "Say why helm from PATH is not used")
+    choice = r.result("Map the settings onto the values of chart")["helm_choice"]
+    assert choice["action"] == "download", choice
+    why = choice["message"]
     assert why.startswith(f"helm {OLD_VERSION} on PATH is not used: the chart's values.schema.json "
                           "needs a JSON Schema draft 2020-12 validator, which helm has from v3.18.5"), why
     assert why.endswith(f"Downloading dra_cpu_helm_version {cluster.env['CLUSTER_HELM_VERSION']}."), why
     downloaded = cache / cluster.env["CLUSTER_HELM_VERSION"] / "linux-amd64" / "helm"
     assert downloaded.is_file()
-    (now,) = _msgs(r, "Say which helm is used now")
-    assert now == f"helm: {downloaded}"
+    now = r.result("Replace helm from PATH by dra_cpu_helm_version")
+    assert now["path"] == str(downloaded) and now["source"] == "download", now
     from kubernetes import client
     secrets = client.CoreV1Api(cluster.api_client).list_namespaced_secret(
         "dra-driver-cpu", label_selector="owner=helm,status=deployed").items
@@ -153,8 +151,9 @@ def test_check_mode_says_it_would_download(cluster, old_helm, tmp_path, registry
     r = run_playbook(cluster, "install", env=_path_with(old_helm, tmp_path), check=True, extra_vars={
         "dra_cpu_chart_version": "0.3.0", "dra_cpu_helm_cache_dir": str(cache)})
     assert r.rc == 0, r
-    assert _msgs(r, "Say why helm from PATH is not used")[0].startswith(f"helm {OLD_VERSION} on PATH is not used")
-    assert _msgs(r, "Say which helm is used now") == ["helm: none yet (check mode: it would be downloaded)"]
+    choice = r.result("Map the settings onto the values of chart")["helm_choice"]
+    assert choice["message"].startswith(f"helm {OLD_VERSION} on PATH is not used"), choice
+    assert r.result("Replace helm from PATH by dra_cpu_helm_version")["missing"] is True
     assert not list(cache.rglob("helm")), "check mode downloaded helm"
 
 
@@ -165,8 +164,8 @@ def test_old_helm_on_path_is_kept_for_a_chart_it_validates(cluster, old_helm, tm
     r = run_playbook(cluster, "install", env=_path_with(old_helm, tmp_path), extra_vars={
         "dra_cpu_chart_version": "0.2.0", "dra_cpu_helm_cache_dir": str(cache)})
     assert r.rc == 0, r
-    assert not r.results("Say why helm from PATH is not used") or all(
-        x.get("skipped") for x in r.results("Say why helm from PATH is not used")), r
+    assert r.result("Map the settings onto the values of chart")["helm_choice"]["action"] == "use", r
+    assert r.result("Replace helm from PATH by dra_cpu_helm_version").get("skipped"), r
     assert not list(cache.rglob("helm")), "helm was downloaded although the one on PATH fits"
     # back to the default chart for the tests after this one
     assert run_playbook(cluster, "install").rc == 0

@@ -94,14 +94,18 @@ def test_install_defaults_reports_the_sizing_rule_and_is_idempotent(cluster):
     assert topo["smallest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 4}
     # the first run read the chart (mapping onto driverConfig) and created the namespace itself
     assert r.result("Map the settings onto the values of chart")["layout"]["values_key"] == "driverConfig", r
-    assert r.result("Ensure the Pod Security privileged labels").get("changed"), r
+    first = r.result("Install or upgrade release")
+    assert first["modules"] == ["kubernetes.core.k8s", "kubernetes.core.helm"], first
+    assert first["report"][0].startswith("namespace dra-driver-cpu: created with "), first["report"]
+    assert "dra-driver-cpu: installed (chart 0.3.0, revision 1)" in first["report"][1], first["report"]
     again = install(cluster)
     assert again.changed == 0, again.changed_tasks()
-    # the re-run knows from preflight what is installed: no lookups or relabel of its own (the chart
-    # is read on every run: the values are mapped onto the chart at hand, issue 11)
-    for task in ("Look up namespace", "Ensure the Pod Security privileged labels",
-                 "Look for a release stuck in a pending state"):
-        assert again.result(task).get("skipped") is True, (task, again)
+    # the re-run knows from preflight what is installed: the release stage starts no module at all
+    # (no lookup, no relabel, no helm; the chart is read on every run: the values are mapped onto
+    # the chart at hand, issue 11)
+    release = again.result("Install or upgrade release")
+    assert release["modules"] == [] and release["plan"]["helm"] == "skip", release
+    assert release["report"][0] == "release dra-driver-cpu (namespace dra-driver-cpu): unchanged, revision 1"
     assert again.result("Check the cluster's prerequisites")["installed"]["release"]["status"] == "deployed"
     checked = run_playbook(cluster, "install", check=True)
     assert checked.rc == 0 and checked.changed == 0, checked
@@ -264,7 +268,7 @@ def test_install_right_after_the_namespace_was_deleted_waits_and_recreates_it(cl
     finally:
         release.join()
     assert r.result("Check the cluster's prerequisites")["installed"]["namespace"]["terminating"] is True
-    assert not r.result("Wait until this terminating namespace is gone").get("skipped"), r
+    assert r.result("Install or upgrade release")["plan"]["namespace"]["wait"] is True, r
     ns = core.read_namespace(NS)
     assert ns.status.phase == "Active"
     assert ns.metadata.labels["app.kubernetes.io/managed-by"] == "kubevirtci.dra_cpu"

@@ -15,7 +15,7 @@ from collection_artifact import REPO, build, manifest, members, read_member
 SHIPPED_DIRS = ("plugins", "roles", "playbooks", "meta", "docs", "changelogs", "scripts")
 SHIPPED_FILES = ("README.md", "LICENSE", "requirements.txt", "bindep.txt")
 GENERATED = ("MANIFEST.json", "FILES.json")
-MAX_BYTES = 150 * 1024
+MAX_BYTES = 200 * 1024
 # Projects the documents may link to that are not this collection
 OTHER_PROJECTS = {
     "kubernetes-sigs/dra-driver-cpu", "kubernetes/kubernetes", "kubernetes/enhancements",
@@ -59,7 +59,7 @@ def test_artifact_has_every_file_of_the_shipped_directories(artifact):
     assert expected - names == set()
 
 
-def test_artifact_is_under_150_kib_compressed(artifact):
+def test_artifact_is_under_200_kib_compressed(artifact):
     size = os.path.getsize(artifact)
     assert size < MAX_BYTES, f"{artifact}: {size} bytes"
 

@@ -107,7 +107,8 @@ def required_settings(reserved_cpus="", group_by="", cpu_device_mode="grouped"):
     return settings
 
 
-def _chart_label(metadata, chart_ref):
+def chart_label(metadata, chart_ref):
+    """``<reference or name> <version>``, how the messages name a chart."""
     return "%s %s" % (chart_ref or (metadata or {}).get("name") or "the chart",
                       (metadata or {}).get("version") or "(version unknown)")
 
@@ -138,7 +139,7 @@ def chart_layout(metadata, values, schema=None, chart_ref=""):
     if not image_keys:
         image_keys = set(((values or {}).get("image") or {}).keys()) if isinstance((values or {}).get("image"), dict) else set()
     return {
-        "chart": _chart_label(metadata, chart_ref),
+        "chart": chart_label(metadata, chart_ref),
         "values_key": key,
         "keys": sorted(keys),
         "node_selector": _has_top(values, schema, "nodeSelector"),

@@ -76,9 +76,3 @@ def merge_checksums(pinned, overrides):
             else:
                 merged[version] = platforms
     return merged
-
-
-def mismatch_got(message):
-    """The sha256 get_url computed, from its mismatch message (None when it is not one)."""
-    found = re.search(r"did not match .*?; it was ([0-9a-f]{64})", message or "")
-    return found.group(1) if found else None

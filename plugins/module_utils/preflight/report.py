@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The preflight report: the lines the role prints, built from the findings.
 
-Owns the text only (one header line, one line per finding, one per node the
-driver is kept off). The preflight module returns these lines as ``report``;
-``roles/dra_cpu/tasks/preflight.yml`` prints them and renders nothing itself.
+Owns the text only: ``report`` (one header line, one line per finding, one per
+node the driver is kept off) and the short ``summary`` (one line of counts, then
+one line per warning or error), which the preflight module returns and
+``roles/dra_cpu/tasks/preflight.yml`` shows when it fails (renders nothing itself).
 Pure functions, no I/O.
 """
 
@@ -13,6 +14,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import ERROR, OK, WARNING
+
+
+# the summary (and report) when the role turned the checks off (the module's ``checks: false``)
+NOT_RUN = "preflight: not run (dra_cpu_preflight=false)"
+# node names on the summary line, then "and K more"
+SUMMARY_NODES = 3
 
 
 def could_not_run(message):
@@ -49,3 +56,33 @@ def render_report(findings, checked_nodes=None, skipped_nodes=None):
         lines.append("driver kept off %s: %s" % (skipped["node"], ", ".join(skipped.get("reasons") or [])))
     # one line per line of text, as printed (a message never holds a newline today)
     return "\n".join(lines).strip().split("\n")
+
+
+def _node_list(names):
+    names = list(names or [])
+    if not names:
+        return "no node"
+    text = ", ".join(names[:SUMMARY_NODES])
+    if len(names) > SUMMARY_NODES:
+        text += " and %d more" % (len(names) - SUMMARY_NODES)
+    return text
+
+
+def cluster_line(cluster):
+    """``cluster: <API server> (context <name>, kubeconfig <path>)``: the cluster the role changes."""
+    return "cluster: %s (context %s, kubeconfig %s)" % (
+        cluster.get("server"), cluster.get("context") or "none", cluster.get("kubeconfig"))
+
+
+def summary_lines(findings, checked_nodes=None, checked=True, cluster=None):
+    """The cluster (``cluster_line``, when given), then ``preflight: N checks passed on <nodes> (E
+    errors, W warnings)`` and the warning and error lines (``finding_line``), or ``NOT_RUN`` when the
+    checks were off."""
+    head = [cluster_line(cluster)] if cluster else []
+    if not checked:
+        return head + [NOT_RUN]
+    count = dict((severity, sum(1 for f in findings if f["severity"] == severity)) for severity in (OK, ERROR, WARNING))
+    lines = head + ["preflight: %d checks passed on %s (%d errors, %d warnings)"
+                    % (count[OK], _node_list(checked_nodes), count[ERROR], count[WARNING])]
+    lines.extend(finding_line(f) for f in findings if f["severity"] in (ERROR, WARNING))
+    return lines

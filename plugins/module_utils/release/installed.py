@@ -10,8 +10,9 @@ preflight module's one process, saves the role three module starts on every run.
 Helm 3 keeps each revision of a release in a Secret ``sh.helm.release.v1.<name>.v<N>`` of type
 ``helm.sh/release.v1`` labelled ``owner=helm,name=<name>,status=<status>,version=<N>``; its
 ``data.release`` is base64 (the Secret encoding) of base64 of the gzipped release JSON
-(helm's pkg/storage/driver/util.go). Only the chart's name and version are taken from it: the
-values (which may hold secrets) are never returned.
+(helm's pkg/storage/driver/util.go). Only the chart's name and version and a digest of the
+values (``values_sha256``, see ``values_digest``) are taken from it: the values themselves (which
+may hold secrets) are never returned.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,10 +22,23 @@ __metaclass__ = type
 import base64
 import binascii
 import gzip
+import hashlib
 import json
 
 RELEASE_SECRET_TYPE = "helm.sh/release.v1"
 GZIP_MAGIC = b"\x1f\x8b\x08"
+
+
+def values_digest(values):
+    """sha256 (hex) of the canonical JSON of helm values: keys sorted, no spaces.
+
+    The one digest of both sides: the ``config`` helm stored in a release (the user-supplied values,
+    what ``helm get values`` prints) and the values the role is about to give helm. No values (None,
+    helm's ``config`` of a release installed without any) is the same as ``{}``.
+    """
+    return hashlib.sha256(json.dumps(values if values is not None else {}, sort_keys=True,
+                                     separators=(",", ":"), ensure_ascii=False)
+                          .encode("utf-8")).hexdigest()
 
 
 def release_selector(release_name):
@@ -68,9 +82,10 @@ def decode_release(data):
 def release_state(release_name, secrets):
     """The newest revision of a release from its Secrets.
 
-    Returns ``{}`` when there is none, else ``{name, revision, status, chart, chart_version}``;
-    chart and chart_version are '' when the release body cannot be decoded (the status and revision
-    come from the labels and are enough to detect a pending release).
+    Returns ``{}`` when there is none, else ``{name, revision, status, chart, chart_version,
+    values_sha256}``; chart, chart_version and values_sha256 (``values_digest`` of the release's
+    ``config``) are '' when the release body cannot be decoded (the status and revision come from the
+    labels and are enough to detect a pending release).
     """
     mine = [s for s in secrets or []
             if (s.get("type") in (None, RELEASE_SECRET_TYPE))
@@ -80,13 +95,15 @@ def release_state(release_name, secrets):
         return {}
     newest = max(mine, key=_revision)
     labels = newest["metadata"].get("labels") or {}
-    chart, chart_version = "", ""
+    chart, chart_version, digest = "", "", ""
     data = (newest.get("data") or {}).get("release")
     if data:
         try:
-            metadata = ((decode_release(data).get("chart") or {}).get("metadata") or {})
+            body = decode_release(data)
+            metadata = ((body.get("chart") or {}).get("metadata") or {})
             chart, chart_version = str(metadata.get("name") or ""), str(metadata.get("version") or "")
-        except (binascii.Error, ValueError, OSError, EOFError, UnicodeDecodeError, AttributeError):
+            digest = values_digest(body.get("config"))
+        except (binascii.Error, ValueError, TypeError, OSError, EOFError, UnicodeDecodeError, AttributeError):
             pass
     return {
         "name": release_name,
@@ -94,4 +111,5 @@ def release_state(release_name, secrets):
         "status": str(labels.get("status") or ""),
         "chart": chart,
         "chart_version": chart_version,
+        "values_sha256": digest,
     }

@@ -6,17 +6,25 @@ Owns: the order of a run (resolve the driver's pods and their nodes, wait for or
 pools, build the ``dra_cpu_topology`` fact, check it against the sizing rule) and what it returns to
 the module: ``(result, failure message or None)``. The wait is waiter.py, the fact fact.py, the
 checks sizing.py, the table table.py, the timeout message pod_diagnostics.py and the
-report files reports.py; the module (plugins/modules/cpu_topology.py) holds the options,
-the client and the exit.
+report files reports.py; ``run_cpu_topology`` is the whole run of the module and of its action plugin (options checked,
+client built, ``run``, the result with ``failed``; k8s/runner.py runs it in either place);
+``argument_spec`` the module's options. The module (plugins/modules/cpu_topology.py) holds the
+documentation and the exit.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import render_table
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import not_published_line, render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     describe_selectors,
     driver_nodes,
@@ -26,6 +34,73 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import pending_report, timeout_message
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.reports import write_topology_reports
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
+
+
+def argument_spec():
+    spec = dict(
+        driver=dict(type="str", default=topo.DEFAULT_DRIVER),
+        nodes=dict(type="list", elements="str"),
+        namespace=dict(type="str", default="dra-driver-cpu"),
+        release_name=dict(type="str", default=""),
+        pod_selector=dict(type="str"),
+        wait=dict(type="bool", default=True),
+        timeout=dict(type="int", default=300),
+        expected_cells_per_node=dict(type="int"),
+        expected_cpus_per_node=dict(type="int"),
+        reserved_cpus=dict(type="str", default=""),
+        min_cell_cpus=dict(type="int"),
+        log_lines=dict(type="int", default=20),
+        report_dir=dict(type="path", default=""),
+        record_failure=dict(type="str", default=""),
+    )
+    spec.update(auth_argument_spec(AUTH_ARG_SPEC))
+    return spec
+
+
+def check_params(params):
+    """Problems with the options (list of messages) and the reserved CPU list."""
+    problems = []
+    reserved = []
+    try:
+        reserved = parse_cpuset(params["reserved_cpus"])
+    except CpusetError as exc:
+        problems.append("reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc))
+    for name in ("timeout", "expected_cells_per_node", "expected_cpus_per_node", "min_cell_cpus"):
+        value = params.get(name)
+        if value is not None and value <= 0:
+            problems.append("%s: %s is not positive" % (name, value))
+    if params.get("log_lines") is not None and params["log_lines"] < 0:
+        problems.append("log_lines: %s is negative" % params["log_lines"])
+    cells, cpus = params.get("expected_cells_per_node"), params.get("expected_cpus_per_node")
+    if cells and cpus and cpus > 0 and cells > 0 and cpus % cells:
+        problems.append("expected_cpus_per_node: %d cannot be split evenly over %d cells (expected_cells_per_node)"
+                        % (cpus, cells))
+    return problems, reserved
+
+
+def run_cpu_topology(params, check_mode, source, get_client):
+    """The module's result (``failed`` and ``msg`` on failure, when the topology is returned as
+    ``topology`` instead of the fact); ``get_client(source)`` builds the client."""
+    problems, reserved = check_params(params)
+    if problems:
+        return {"failed": True, "msg": "; ".join(problems)}
+    try:
+        client = get_client(source)
+    except Exception as exc:  # pylint: disable=broad-except
+        return {"failed": True, "msg": client_error(exc)}
+    try:
+        result, failure = run(RawApi(client.client), params, reserved,
+                              report_dir=None if check_mode else params["report_dir"])
+    except KubeRequestError as exc:
+        return {"failed": True, "msg": "cannot read the driver's CPU topology: %s" % exc.message}
+    result["changed"] = False
+    if failure:
+        # facts are not set on failure; the topology is still returned for the record
+        facts = result.pop("ansible_facts", None)
+        if facts:
+            result["topology"] = facts["dra_cpu_topology"]
+        result.update(failed=True, msg=failure)
+    return result
 
 
 def run(api, params, reserved, clock=None, sleep=None, report_dir=None):
@@ -85,6 +160,12 @@ def _wait(api, params, reserved, selectors, problem, clock, sleep):
     facts = _facts(waited, params["driver"])
     result["ansible_facts"] = {"dra_cpu_topology": facts}
     result["summary"] = render_table(facts)
+    # the role's report: the table; not waited for (check mode) with nodes missing or no node at all:
+    # the table and one line saying so
+    result["report"] = list(result["summary"])
+    if not waited["complete"] or not (params["wait"] or facts.get("nodes")):
+        result["report"].append(not_published_line([e.get("node") for e in result["pending_nodes"]],
+                                                   params["timeout"]))
 
     problems = sizing.check_sizing(facts, params.get("expected_cells_per_node"),
                                    params.get("expected_cpus_per_node"), reserved)

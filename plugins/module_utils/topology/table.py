@@ -57,8 +57,18 @@ def sizing_lines(topology):
             "largest NUMA-aligned VM: %s host CPUs (a claim whose devices all come from one NUMA cell)" % vm]
 
 
+def not_published_line(pending_nodes, timeout):
+    """The report's line when the topology was read without waiting (check mode) and is incomplete."""
+    names = [n for n in pending_nodes if n]
+    where = (" on %s" % ", ".join(names[:3]) + (" and %d more" % (len(names) - 3) if len(names) > 3 else "")
+             if names else "")
+    return ("CPU topology: not (fully) published yet%s; not waited for (check mode), a real run waits up "
+            "to %ss" % (where, timeout))
+
+
 def render_table(topology):
-    """Node, cell, devices, allocatable CPUs; a total per node; the largest VM (sizing_lines) and cells.
+    """Node, cell, devices, allocatable CPUs; a total per node; the largest VM (sizing_lines) and, for
+    more than one node, the largest and smallest cells.
 
     Returns a list of lines; a topology without nodes gives ``[EMPTY]``. Past ``MAX_NODES`` nodes,
     one line says how many more there are instead of their rows.
@@ -81,7 +91,8 @@ def render_table(topology):
                      % (len(names) - MAX_NODES, names[MAX_NODES], names[-1]))
     lines.extend(sizing_lines(topology))
     largest, smallest = topology.get("largest_cell"), topology.get("smallest_cell")
-    if largest:
+    # one node: its rows above show the same cells, the line would only repeat them
+    if largest and len(nodes) > 1:
         line = "largest cell: %s cell %s, %s CPUs" % (largest["node"], largest["id"], largest["allocatable_cpus"])
         if smallest:
             line += "; smallest cell: %s cell %s, %s CPUs" % (smallest["node"], smallest["id"],

@@ -9,6 +9,12 @@ import os
 import shutil
 import tarfile
 
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import chart_layout
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import run_module
@@ -47,8 +53,9 @@ def test_fixture_030_tgz_maps_onto_driver_config(tmp_path):
 def test_no_chart_falls_back_to_the_version_rule():
     result, failed = run_module(chart_layout, {"chart_version": "0.2.0"})
     assert failed is False
-    assert result["layout"]["values_key"] == "args" and "version rule" in result["report"]
-    assert result["image"] == ""
+    assert result["layout"]["values_key"] == "args" and "version rule" in result["mapping"]
+    assert result["report"] == ["chart 0.2.0, %s: the chart" % result["mapping"].split(";")[0]]
+    assert result["image"] == "" and result["version"] == "0.2.0" and result["source"] == "fallback"
 
 
 def test_unreadable_chart_fails(tmp_path):
@@ -63,3 +70,141 @@ def test_schema_requirements_for_helm_choice(tmp_path):
     assert set(result["schema_requirements"]) >= {"min_helm", "draft", "reasons", "misread"}
     result, failed = run_module(chart_layout, {"chart_version": "0.3.0"})
     assert "schema_requirements" not in result
+
+
+# --------------------------------------------------------------------------- fetching the chart itself
+
+OCI = "oci://127.0.0.1:5000/dra-driver-cpu/charts/dra-driver-cpu"
+DIGEST = "sha256:" + "cd" * 32
+OLD_HELM = dict(helm_version="3.18.4", wanted_helm_version="v3.22.0")
+
+
+def _package(dest, version):
+    tgz = os.path.join(dest, "dra-driver-cpu-%s.tgz" % version)
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(os.path.join(CHARTS, version), arcname="dra-driver-cpu")
+
+
+class Helm(object):
+    """AnsibleModule.run_command as helm pull answers: the fixture chart of --version, or an error."""
+
+    def __init__(self, rc=0, stderr=""):
+        self.rc, self.stderr, self.calls = rc, stderr, []
+
+    def __call__(self, argv, **kwargs):
+        self.calls.append((argv, kwargs.get("environ_update")))
+        self.dest = argv[argv.index("--destination") + 1]
+        if self.rc:
+            return self.rc, "", self.stderr
+        _package(self.dest, argv[argv.index("--version") + 1] if "--version" in argv else "0.3.0")
+        return 0, "", "Pulled: x\nDigest: %s\n" % DIGEST
+
+
+def pull(args, helm=None):
+    helm = helm or Helm()
+    base = {"chart": OCI, "helm": "/h/helm", "reserved_cpus": "0-1"}
+    with mock.patch.object(basic.AnsibleModule, "run_command", helm):
+        result, failed = run_module(chart_layout, dict(base, **args))
+    return result, failed, helm
+
+
+def test_pulls_the_chart_maps_it_and_removes_the_temporary_directory(tmp_path):
+    result, failed, helm = pull({"chart_version": "0.3.0", "plain_http": True, "ca_file": "/ca.crt",
+                                 "cache_dir": str(tmp_path), "helm_version": "3.22.0"})
+    assert failed is False, result
+    argv, env = helm.calls[0]
+    assert argv == ["/h/helm", "pull", OCI, "--destination", helm.dest, "--version", "0.3.0", "--plain-http"]
+    assert env == {"SSL_CERT_FILE": "/ca.crt"}
+    assert not os.path.exists(helm.dest)
+    assert result["source"] == "pulled" and result["digest"] == DIGEST and result["cache"] == "written"
+    assert result["version"] == "0.3.0" and result["app_version"] == "v0.3.0"
+    assert result["layout"]["values_key"] == "driverConfig" and result["layout"]["chart"] == OCI + " 0.3.0"
+    assert result["release_values"]["driverConfig"]["reservedCPUs"] == "0-1"
+    assert result["image"].endswith("/dra-driver-cpu:v0.3.0")
+    # the reference last (no blanks: the line is not folded in the play's output)
+    assert result["report"] == ["chart 0.3.0, values mapped onto driverConfig.* (from chart): %s" % OCI]
+    assert result["helm_choice"] == {"action": "use", "message": "", "warning": ""}
+    assert set(result["schema_requirements"]) >= {"min_helm", "misread"}
+    assert (tmp_path / "charts" / ("sha256-" + "cd" * 32 + ".json")).is_file()
+
+
+def test_a_rerun_reads_the_layout_cached_by_digest(tmp_path):
+    first, _failed, _helm = pull({"chart_version": "0.3.0", "cache_dir": str(tmp_path)})
+    with mock.patch("ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.stage.parse_chart",
+                    side_effect=AssertionError("parsed again")):
+        again, failed, helm = pull({"chart_version": "0.3.0", "cache_dir": str(tmp_path),
+                                    "image": "reg:5000/d:v9"})
+    assert failed is False, again
+    assert len(helm.calls) == 1  # the reference is still resolved: helm pulls, the parse is saved
+    assert again["cache"] == "hit"
+    for key in ("layout", "version", "app_version", "schema_requirements", "node_selector"):
+        assert again[key] == first[key], key
+    assert again["image"] == "reg:5000/d:v9"  # the settings are mapped anew
+
+
+def test_check_mode_pulls_but_writes_no_cache(tmp_path):
+    result, failed, _helm = pull({"chart_version": "0.2.0", "cache_dir": str(tmp_path), "_ansible_check_mode": True})
+    assert failed is False and result["version"] == "0.2.0" and result["cache"] == ""
+    assert not (tmp_path / "charts").exists()
+
+
+def test_without_helm_the_version_rule_stands_in():
+    result, failed, helm = pull({"helm": "", "chart_version": "0.3.0"})
+    assert failed is False and not helm.calls
+    assert result["source"] == "fallback" and "version rule" in result["report"][0]
+    assert "schema_requirements" not in result and result["helm_choice"]["action"] == "use"
+
+
+def test_a_local_chart_is_read_where_it_is(tmp_path):
+    shutil.copytree(os.path.join(CHARTS, "0.2.0"), str(tmp_path / "dra-driver-cpu"))
+    result, failed, helm = pull({"chart": str(tmp_path / "dra-driver-cpu"), "chart_version": "", "helm": ""})
+    assert failed is False and not helm.calls
+    assert result["source"] == "local" and result["version"] == "0.2.0" and result["layout"]["values_key"] == "args"
+
+
+@pytest.mark.parametrize("stderr, hint", [
+    ("Error: r/dra-driver-cpu:9.9.9: not found", "The chart exists but not in this version"),
+    ("Error: dial tcp 127.0.0.1:9: connect: connection refused", "Check the reference"),
+])
+def test_a_chart_that_cannot_be_fetched_fails_naming_it(stderr, hint):
+    result, failed, helm = pull({"chart_version": "9.9.9"}, Helm(rc=1, stderr=stderr))
+    assert failed is True
+    assert result["msg"].startswith("dra_cpu_chart '%s' with dra_cpu_chart_version '9.9.9' cannot be fetched, "
+                                    "so nothing was installed: %s." % (OCI, stderr))
+    assert hint in result["msg"] and not os.path.exists(helm.dest)
+
+
+def test_old_helm_on_path_is_replaced_for_a_2020_schema():
+    result, failed, _helm = pull(dict(OLD_HELM, chart_version="0.3.0", helm_source="path"))
+    assert failed is False, result
+    choice = result["helm_choice"]
+    assert choice["action"] == "download"
+    assert choice["message"].startswith("helm v3.18.4 on PATH is not used: the chart's values.schema.json needs")
+    assert choice["message"].endswith("Downloading dra_cpu_helm_version v3.22.0.")
+    assert result["report"][1] == "helm: " + choice["message"]
+
+
+def test_old_helm_is_kept_for_a_chart_it_validates():
+    result, failed, _helm = pull(dict(OLD_HELM, chart_version="0.2.0", helm_source="path"))
+    assert failed is False and result["helm_choice"]["action"] == "use" and len(result["report"]) == 1
+
+
+def test_old_configured_binary_fails_in_the_module():
+    result, failed, _helm = pull(dict(OLD_HELM, chart_version="0.3.0", helm_source="binary",
+                                      helm_binary_configured="/opt/helm"))
+    assert failed is True
+    assert result["msg"].startswith("dra_cpu_helm_binary '/opt/helm' is helm v3.18.4: ")
+    assert result["helm_choice"]["action"] == "fail"
+
+
+def test_a_download_that_would_be_too_old_fails_before_it_is_fetched():
+    result, failed, _helm = pull(dict(chart_version="0.3.0", helm_source="path", helm_version="3.18.4",
+                                      wanted_helm_version="v3.17.3"))
+    assert failed is True and result["msg"].startswith("dra_cpu_helm_version 'v3.17.3' is too old for this chart")
+
+
+def test_a_helm_of_unknown_version_is_used_with_a_warning_line():
+    result, failed, _helm = pull({"chart_version": "0.3.0", "helm_version": ""})
+    assert failed is False and result["helm_choice"]["action"] == "use"
+    assert result["report"][1] == "warning: " + result["helm_choice"]["warning"]
+    assert result["helm_choice"]["warning"].startswith("the version of helm on PATH is unknown")

@@ -3,7 +3,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import preflight
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, HTTPError, node, run_module
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.release.test_release_installed import helm_secret
@@ -237,7 +240,9 @@ def test_installed_release_deployed_at_the_pinned_version():
     inst = result["installed"]
     assert inst["namespace"]["labels_ok"] is True
     assert inst["release"] == {"name": "dra-driver-cpu", "revision": 2, "status": "deployed",
-                               "chart": "dra-driver-cpu", "chart_version": "0.3.0"}
+                               "chart": "dra-driver-cpu", "chart_version": "0.3.0",
+                               "values_sha256": installed.values_digest({"token": "s3cret"})}
+    assert "s3cret" not in json.dumps(inst)
     assert ("/api/v1/namespaces/dra-driver-cpu/secrets",
             {"labelSelector": "owner=helm,name=dra-driver-cpu"}) in cluster.calls
 

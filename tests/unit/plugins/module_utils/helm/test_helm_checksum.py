@@ -6,7 +6,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.checksum import (
-    check_checksums, choose_checksum, merge_checksums, mismatch_got)
+    check_checksums, choose_checksum, merge_checksums)
 
 A = "a" * 64
 B = "b" * 64
@@ -64,10 +64,3 @@ def test_good_maps_have_no_errors():
     assert check_checksums(PINS) == []
     assert check_checksums({}) == []
     assert check_checksums(None) == []
-
-
-def test_got_from_get_url_message():
-    msg = "The checksum for /tmp/x did not match %s; it was %s." % (A, B)
-    assert mismatch_got(msg) == B
-    assert mismatch_got("Request failed: <urlopen error [Errno 111] Connection refused>") is None
-    assert mismatch_got(None) is None

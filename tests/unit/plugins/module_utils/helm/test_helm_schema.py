@@ -189,10 +189,3 @@ def test_long_reason_lists_are_cut():
 
 def test_fixture_schema_is_valid_json():
     json.loads(fixture_schema("0.3.0"))
-
-
-def test_filter_wraps_the_function():
-    from ansible_collections.kubevirtci.dra_cpu.plugins.filter.helm_choice import FilterModule
-    choice = FilterModule().filters()["helm_choice"]
-    assert choice(NEEDS, "v3.18.4", "path") == helm_choice(NEEDS, "v3.18.4", "path")
-    assert choice(NEEDS, "v3.18.4", "binary", binary="/h")["action"] == "fail"

@@ -58,7 +58,8 @@ def test_release_state_picks_the_newest_revision_by_number():
     secrets = [helm_secret("r", 2, "superseded", version="0.2.0"), helm_secret("r", 10, "deployed"),
                helm_secret("r", 9, "superseded", version="0.2.0")]
     assert installed.release_state("r", secrets) == {
-        "name": "r", "revision": 10, "status": "deployed", "chart": "dra-driver-cpu", "chart_version": "0.3.0"}
+        "name": "r", "revision": 10, "status": "deployed", "chart": "dra-driver-cpu", "chart_version": "0.3.0",
+        "values_sha256": installed.values_digest({"token": "s3cret"})}
 
 
 def test_release_state_never_returns_the_values():
@@ -83,4 +84,5 @@ def test_release_state_ignores_other_releases_and_bad_labels():
 @pytest.mark.parametrize("data", ["not base64!", base64.b64encode(b"garbage").decode(), ""])
 def test_release_state_undecodable_body_keeps_labels(data):
     state = installed.release_state("r", [helm_secret("r", 3, "pending-upgrade", data=data)])
-    assert state == {"name": "r", "revision": 3, "status": "pending-upgrade", "chart": "", "chart_version": ""}
+    assert state == {"name": "r", "revision": 3, "status": "pending-upgrade", "chart": "", "chart_version": "",
+                     "values_sha256": ""}

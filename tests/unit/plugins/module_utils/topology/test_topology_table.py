@@ -4,7 +4,8 @@ template printed before the rendering moved into the module: the template is kep
 
 The largest-VM line is the exception: its prefix is the template's, but what follows it now says why,
 per device mode (a grouped claim is one device; an individual-mode claim holds at most 32 devices,
-Kubernetes' AllocationResultsMaxSize, and is one line for the node and one NUMA-aligned)."""
+Kubernetes' AllocationResultsMaxSize, and is one line for the node and one NUMA-aligned). And the
+template's largest/smallest cell line is left out for a single node, whose rows show the same cells."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -40,9 +41,12 @@ ALIGNED = "host CPUs (a claim whose devices all come from one NUMA cell)"
 
 
 def role_lines(topology, sizing):
-    """The template's lines, ``sizing`` (a list of lines) standing in for its largest-VM line."""
+    """The template's lines, ``sizing`` (a list of lines) standing in for its largest-VM line; for
+    one node without the largest/smallest cell line."""
     text = jinja2.Environment().from_string(ROLE_TEMPLATE).render(dra_cpu_topology=topology, dra_cpu__nl="\n")
     lines = text.strip().split("\n")
+    if len(topology["nodes"]) == 1:
+        lines = [line for line in lines if not line.startswith("largest cell:")]
     at = [i for i, line in enumerate(lines) if line.startswith("largest VM that fits:")]
     assert len(at) == 1, lines
     return lines[:at[0]] + sizing + lines[at[0] + 1:]
@@ -92,8 +96,21 @@ def test_readme_example(slices):
         "node01     1  cpudevnuma001         6",
         "node01  total                       10",
         "largest VM that fits: 6 host CPUs (a claim takes all its CPUs from one device: one NUMA cell)",
-        "largest cell: node01 cell 1, 6 CPUs; smallest cell: node01 cell 0, 4 CPUs",
     ]
+
+
+def test_two_nodes_name_the_largest_and_smallest_cell(slices):
+    topology = t.build_topology(slices("v010_names_two_nodes.yaml"))
+    assert len(topology["nodes"]) == 2
+    big, small = topology["largest_cell"], topology["smallest_cell"]
+    assert render_table(topology)[-1] == "largest cell: %s cell %s, %s CPUs; smallest cell: %s cell %s, %s CPUs" % (
+        big["node"], big["id"], big["allocatable_cpus"], small["node"], small["id"], small["allocatable_cpus"])
+
+
+def test_one_node_has_no_cell_line(slices):
+    lines = render_table(t.build_topology(slices("reference_grouped_numanode.yaml")))
+    assert lines[-1].startswith("largest VM that fits:")
+    assert not [line for line in lines if line.startswith("largest cell:")]
 
 
 def test_no_nodes():

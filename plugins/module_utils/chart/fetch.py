@@ -1,0 +1,178 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Fetching the chart the role installs, and the layout cache by chart digest.
+
+* ``pull_argv`` / ``pull_env``: ``helm pull <ref> --destination <tmp> [--version V] [--plain-http]``
+  with ``SSL_CERT_FILE`` for ``dra_cpu_chart_ca_file``. The packaged ``.tgz`` is kept (not
+  ``--untar``): the chart_layout module reads its three files straight from it, and its sha256 is
+  the digest of a chart from an http(s) repository.
+* ``fetch_failure``: helm's error classified (the chart exists but not in this version, or the
+  reference / registry / TLS is wrong) into the message the role fails with.
+* ``digest_of``: the digest of a pulled chart: the one helm prints for an OCI chart
+  (``Digest: sha256:...``), else the sha256 of the .tgz.
+* ``cache_read`` / ``cache_write``: ``<cache_dir>/charts/<digest>.json``, the parsed layout of that
+  chart. helm has to pull the chart anyway to say which digest a reference names (a tag or
+  version can be moved), so the cache saves the parsing, not the pull.
+
+``fetch_chart`` runs helm through a ``run(argv, env) -> (rc, stdout, stderr)`` callable: the module
+passes ``AnsibleModule.run_command``, the action plugin (local connection) ``run_subprocess``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+CACHE_FORMAT = 1
+
+# helm's words for "the reference is fine, this version is not there" (OCI registries, chart repos)
+NOT_IN_VERSION = re.compile(r"not found|manifest unknown|no chart version|unknown tag", re.IGNORECASE)
+_DIGEST = re.compile(r"^Digest:\s*(sha256:[0-9a-f]{64})\s*$", re.MULTILINE)
+
+
+class FetchError(Exception):
+    """The chart cannot be fetched; ``str()`` is the role's failure message."""
+
+
+def is_local(chart):
+    """A chart directory or .tgz on this machine (read where it is, never pulled)."""
+    return bool(chart) and os.path.exists(os.path.expanduser(chart))
+
+
+def pull_argv(helm, chart, destination, version="", plain_http=False):
+    argv = [helm, "pull", chart, "--destination", destination]
+    if version:
+        argv += ["--version", version]
+    if plain_http:
+        argv.append("--plain-http")
+    return argv
+
+
+def pull_env(ca_file=""):
+    return {"SSL_CERT_FILE": os.path.expanduser(ca_file)} if ca_file else {}
+
+
+def error_line(stderr, rc):
+    """helm's last line of error output, or its exit code."""
+    lines = (stderr or "").strip().split("\n")
+    return lines[-1].strip() or "helm exited with %s" % rc
+
+
+def fetch_failure(chart, chart_version, stderr, rc):
+    """The role's message for a ``helm pull`` that failed with ``stderr`` / ``rc``."""
+    error = error_line(stderr, rc)
+    if NOT_IN_VERSION.search(error):
+        hint = "The chart exists but not in this version: pick one the registry has."
+    else:
+        hint = ("Check the reference, that the registry or repository answers, and "
+                "dra_cpu_chart_plain_http / dra_cpu_chart_ca_file.")
+    return ("dra_cpu_chart '%s' with dra_cpu_chart_version '%s' cannot be fetched, so nothing was "
+            "installed: %s. %s" % (chart, chart_version, error, hint))
+
+
+def sha256_file(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 16), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def digest_of(output, tgz):
+    """helm's ``Digest:`` line (OCI) in ``output``, else the sha256 of ``tgz``."""
+    found = _DIGEST.search(output or "")
+    return found.group(1) if found else sha256_file(tgz)
+
+
+def cache_path(cache_dir, digest):
+    if not cache_dir or not digest:
+        return ""
+    algo, _sep, hexpart = digest.partition(":")
+    if not re.match(r"^[0-9a-f]{64}$", hexpart) or algo != "sha256":
+        return ""
+    return os.path.join(os.path.expanduser(cache_dir), "charts", "%s-%s.json" % (algo, hexpart))
+
+
+def cache_read(cache_dir, digest):
+    """The cached entry for ``digest`` ({metadata, image_defaults, layout, schema_requirements}) or None."""
+    path = cache_path(cache_dir, digest)
+    if not path:
+        return None
+    try:
+        with open(path) as fh:
+            entry = json.load(fh)
+    except (OSError, IOError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT or entry.get("digest") != digest:
+        return None
+    return entry
+
+
+def cache_write(cache_dir, digest, entry):
+    """Write ``entry`` for ``digest`` atomically; returns the path, or '' when it could not."""
+    path = cache_path(cache_dir, digest)
+    if not path:
+        return ""
+    entry = dict(entry, format=CACHE_FORMAT, digest=digest)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".chart-", suffix=".json")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(entry, fh, sort_keys=True)
+        os.replace(tmp, path)
+    except (OSError, IOError, TypeError, ValueError):
+        return ""
+    return path
+
+
+def run_subprocess(argv, env):
+    """(rc, stdout, stderr) of ``argv`` with ``env`` laid over this process's environment."""
+    full = dict(os.environ)
+    full.update(env or {})
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full)
+    except OSError as exc:
+        return 127, "", "%s: %s" % (argv[0], exc)
+    out, err = proc.communicate()
+    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+class PulledChart(object):
+    """A chart pulled into a temporary directory; ``cleanup()`` removes it."""
+
+    def __init__(self, tmpdir, tgz, digest):
+        self.tmpdir = tmpdir
+        self.tgz = tgz
+        self.digest = digest
+
+    def cleanup(self):
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = ""
+
+
+def fetch_chart(run, helm, chart, chart_version="", plain_http=False, ca_file="", message_version=None):
+    """``helm pull`` ``chart`` into a new temporary directory. Returns a PulledChart (the caller
+    calls ``cleanup()``); raises FetchError with the role's message (the directory already removed)."""
+    tmpdir = tempfile.mkdtemp(prefix="dra-cpu-chart-")
+    try:
+        rc, out, err = run(pull_argv(helm, chart, tmpdir, chart_version, plain_http), pull_env(ca_file))
+        if rc != 0:
+            raise FetchError(fetch_failure(chart, chart_version if message_version is None else message_version,
+                                           err, rc))
+        tgzs = sorted(f for f in os.listdir(tmpdir) if f.endswith(".tgz"))
+        if len(tgzs) != 1:
+            raise FetchError(fetch_failure(chart, chart_version if message_version is None else message_version,
+                                           "helm pull left %d chart archives" % len(tgzs), rc))
+        tgz = os.path.join(tmpdir, tgzs[0])
+        return PulledChart(tmpdir, tgz, digest_of("%s\n%s" % (out, err), tgz))
+    except BaseException:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise

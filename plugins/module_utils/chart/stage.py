@@ -1,0 +1,211 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The chart stage of the dra_cpu role in one call: the kubevirtci.dra_cpu.chart_layout result.
+
+``chart_result(params, run, check_mode)`` gets the chart (``helm pull`` through ``fetch.py``, a
+local chart where it is, or nothing: the version-number fallback), reads its ``Chart.yaml``,
+``values.yaml`` and ``values.schema.json`` (or the layout cached by chart digest), maps the
+settings onto it (``layout.py``) and decides whether the helm found can validate the chart's
+schema (``helm/schema.py``). The module and the action plugin (in-process on a local connection)
+both call it, with the same ``argument_spec()``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import tarfile
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import fetch as cf
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import layout as cl
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import (
+    helm_choice,
+    schema_requirements,
+)
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
+    yaml = None
+
+FILES = ("Chart.yaml", "values.yaml", "values.schema.json")
+
+
+def argument_spec():
+    """The typed options of kubevirtci.dra_cpu.chart_layout (module and action plugin)."""
+    return dict(
+        path=dict(type="path", default=""),
+        chart=dict(type="str", default=""),
+        chart_version=dict(type="str", default=""),
+        reserved_cpus=dict(type="str", default=""),
+        group_by=dict(type="str", default=""),
+        cpu_device_mode=dict(type="str", default="grouped", choices=["grouped", "individual"]),
+        image=dict(type="str", default=""),
+        chart_values=dict(type="dict", default={}),
+        helm=dict(type="str"),
+        plain_http=dict(type="bool", default=False),
+        ca_file=dict(type="path", default=""),
+        helm_version=dict(type="str", default=""),
+        helm_source=dict(type="str", default="path", choices=["path", "binary", "download"]),
+        helm_binary_configured=dict(type="str", default=""),
+        wanted_helm_version=dict(type="str", default=""),
+        cache_dir=dict(type="path", default=""),
+    )
+
+
+class ChartReadError(ValueError):
+    """The chart's files cannot be read or parsed."""
+
+
+def _chart_dir(path):
+    """The directory holding Chart.yaml: ``path`` itself or its only subdirectory (helm pull --untar)."""
+    if os.path.isfile(os.path.join(path, "Chart.yaml")):
+        return path
+    subs = [os.path.join(path, d) for d in sorted(os.listdir(path))
+            if os.path.isfile(os.path.join(path, d, "Chart.yaml"))]
+    if len(subs) != 1:
+        raise ValueError("%s holds no single chart" % path)
+    return subs[0]
+
+
+def read_chart(path):
+    """{file name: text or None} from a chart directory or .tgz."""
+    found = dict((name, None) for name in FILES)
+    if os.path.isdir(path):
+        top = _chart_dir(path)
+        for name in FILES:
+            full = os.path.join(top, name)
+            if os.path.isfile(full):
+                with open(full) as fh:
+                    found[name] = fh.read()
+        return found
+    with tarfile.open(path) as tar:
+        for member in tar.getmembers():
+            parts = member.name.split("/")
+            if len(parts) == 2 and parts[1] in FILES and member.isfile():
+                found[parts[1]] = tar.extractfile(member).read().decode("utf-8")
+    return found
+
+
+def parse_chart(path):
+    """The cacheable facts of the chart at ``path``: {metadata, image_defaults, layout,
+    schema_requirements} (the layout without the chart reference, which is added on use)."""
+    try:
+        files = read_chart(path)
+        if files["Chart.yaml"] is None:
+            raise ValueError("no Chart.yaml")
+        metadata = yaml.safe_load(files["Chart.yaml"]) or {}
+        defaults = yaml.safe_load(files["values.yaml"] or "") or {}
+        schema = json.loads(files["values.schema.json"]) if files["values.schema.json"] else None
+    except (OSError, IOError, ValueError, tarfile.TarError, yaml.YAMLError) as exc:
+        raise ChartReadError(str(exc))
+    if not isinstance(metadata, dict) or not isinstance(defaults, dict):
+        raise ChartReadError("Chart.yaml or values.yaml is not a mapping")
+    image = defaults.get("image")
+    return {
+        "metadata": dict((k, str(metadata[k])) for k in ("name", "version", "appVersion") if metadata.get(k)),
+        "image_defaults": image if isinstance(image, dict) else {},
+        "layout": cl.chart_layout(metadata, defaults, schema, ""),
+        "schema_requirements": schema_requirements(schema),
+    }
+
+
+def _entry(p, run, check_mode):
+    """(entry or None, facts about where it came from). Raises FetchError / ChartReadError."""
+    where = {"source": "fallback", "digest": "", "cache": ""}
+    if p["helm"] is None:  # the options before the module fetched: path or the fallback
+        if not p["path"]:
+            return None, where
+        where["source"] = "path"
+        return parse_chart(p["path"]), where
+    local = p["path"] or (os.path.expanduser(p["chart"]) if cf.is_local(p["chart"]) else "")
+    if local:
+        where["source"] = "local"
+        return parse_chart(local), where
+    if not p["helm"]:
+        return None, where
+    pulled = cf.fetch_chart(run, p["helm"], p["chart"], p["chart_version"], p["plain_http"], p["ca_file"])
+    try:
+        where.update(source="pulled", digest=pulled.digest)
+        entry = cf.cache_read(p["cache_dir"], pulled.digest)
+        if entry is not None:
+            where["cache"] = "hit"
+            return entry, where
+        entry = parse_chart(pulled.tgz)
+        if not check_mode and cf.cache_write(p["cache_dir"], pulled.digest, entry):
+            where["cache"] = "written"
+        return entry, where
+    finally:
+        pulled.cleanup()
+
+
+def _choice(requirements, p):
+    """helm_choice, and for a download the downloaded helm checked upfront (its version is known)."""
+    choice = helm_choice(requirements, p["helm_version"], p["helm_source"],
+                         binary=p["helm_binary_configured"], wanted_version=p["wanted_helm_version"])
+    if choice["action"] == "download":
+        after = helm_choice(requirements, p["wanted_helm_version"], "download",
+                            wanted_version=p["wanted_helm_version"])
+        if after["action"] == "fail":
+            return dict(after)
+    return choice
+
+
+def chart_result(params, run=cf.run_subprocess, check_mode=False):
+    """The module's result for checked ``params`` (``failed`` + ``msg`` when it fails)."""
+    p = params
+    label = p["path"] if p["helm"] is None and p["path"] and not p["chart"] else p["chart"]
+    try:
+        entry, where = _entry(p, run, check_mode)
+    except cf.FetchError as exc:
+        return {"failed": True, "msg": str(exc)}
+    except ChartReadError as exc:
+        shown = p["path"] or p["chart"]
+        return {"failed": True, "msg": "cannot read chart %s %s at %s: %s"
+                % (p["chart"], p["chart_version"], shown, exc)}
+    if entry is None:
+        layout = cl.fallback_layout(p["chart_version"], p["chart"])
+        metadata, image_defaults, requirements = {}, {}, None
+    else:
+        metadata, image_defaults = entry["metadata"], entry["image_defaults"]
+        requirements = entry["schema_requirements"]
+        layout = dict(entry["layout"], chart=cl.chart_label(metadata, p["chart"]))
+    version = str(metadata.get("version") or p["chart_version"] or "")
+    choice = _choice(requirements, p)
+    result = {
+        "changed": False,
+        "layout": layout,
+        "version": version,
+        "app_version": str(metadata.get("appVersion") or ""),
+        "helm_choice": choice,
+        "source": where["source"],
+        "digest": where["digest"],
+        "cache": where["cache"],
+    }
+    if requirements is not None:
+        result["schema_requirements"] = requirements
+    try:
+        values = cl.release_values(layout, p, p["chart_values"], p["image"])
+    except cl.ChartLayoutError as exc:
+        result.update(failed=True, msg=str(exc))
+        return result
+    mapping = cl.report_line(layout)
+    # the reference last: it has no blanks, so the line is not folded in the play's output
+    lines = ["chart %s, %s: %s" % (version or "(newest)", mapping.split(";")[0], label or "the chart")]
+    if choice["action"] == "download":
+        lines.append("helm: %s" % choice["message"])
+    if choice["warning"]:
+        lines.append("warning: %s" % choice["warning"])
+        result["warnings"] = [choice["warning"]]
+    result.update(
+        release_values=values,
+        node_selector=cl.node_placement(layout, p["chart_values"]),
+        image=cl.image_of({"image": image_defaults}, metadata, values) if entry is not None else "",
+        mapping=mapping,
+        report=lines,
+    )
+    if choice["action"] == "fail":
+        result.update(failed=True, msg=choice["message"])
+    return result

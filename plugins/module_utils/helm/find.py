@@ -1,0 +1,201 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Which helm the role runs: the helm stage (``helm_tool``, called by the helm_tool module and action).
+
+In this order: the configured ``dra_cpu_helm_binary`` whatever its version (the chart stage refuses
+one too old for the chart); else ``helm`` on PATH when ``helm version --short`` gives a v3 >= 3.13
+(kubernetes.core.helm needs 3.13 for plain_http, helm v4 changed flags); else ``dra_cpu_helm_version``
+for this platform, cached or downloaded (``download.py``; check mode only describes it: ``missing``).
+``force_download`` skips the first two. ``parse_helm_version``, ``usable``, ``choose`` and the
+``report_*`` lines are pure; ``helm_tool`` runs helm through the ``run``/``which`` it is given.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import shutil
+import subprocess
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm import download as dl
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.checksum import (
+    choose_checksum,
+    merge_checksums,
+)
+
+USABLE_FROM = (3, 13, 0)
+USABLE_BELOW = (4, 0, 0)
+_VERSION = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)")
+
+
+def argument_spec():
+    """The options of kubevirtci.dra_cpu.helm_tool (the module's DOCUMENTATION describes them)."""
+    return dict(
+        binary=dict(type="str", default=""),
+        version=dict(type="str", default=""),
+        mirror=dict(type="str", default="https://get.helm.sh"),
+        cache_dir=dict(type="path", default="~/.cache/kubevirtci.dra_cpu/helm"),
+        # raw: a malformed map is reported by checksum.check_checksums, naming the role variable
+        checksums=dict(type="raw", default={}),
+        pinned_checksums=dict(type="raw", default={}),
+        force_download=dict(type="bool", default=False),
+        timeout=dict(type="int", default=60),
+    )
+
+
+def parse_helm_version(text):
+    """``X.Y.Z`` (no ``v``) from ``helm version --short`` output such as ``v3.18.4+g...``; '' if none."""
+    found = _VERSION.search(str(text or ""))
+    return "%s.%s.%s" % found.groups() if found else ""
+
+
+def _release(version):
+    return tuple(int(x) for x in version.split(".")) if version else None
+
+
+def usable(version):
+    """Whether helm ``version`` (``X.Y.Z``) can be the role's helm from PATH: v3, >= 3.13."""
+    release = _release(parse_helm_version(version))
+    return release is not None and USABLE_FROM <= release < USABLE_BELOW
+
+
+def choose(binary, path_found, path_rc, path_version, force_download):
+    """'binary', 'path' or 'download' (pure: what was found is passed in)."""
+    if force_download:
+        return "download"
+    if binary:
+        return "binary"
+    if path_found and path_rc == 0 and usable(path_version):
+        return "path"
+    return "download"
+
+
+def _v(version):
+    return "v" + version if version else "unknown version"
+
+
+def report_binary(binary, version):
+    if version:
+        return "helm: %s, dra_cpu_helm_binary %s" % (_v(version), binary)
+    return "helm: dra_cpu_helm_binary %s (its version is unknown)" % binary
+
+
+def report_path(version):
+    return "helm: %s from PATH" % _v(version)
+
+
+def report_path_unusable(path_found, path_rc, path_version):
+    """Why helm on PATH is not used ('' when there is none)."""
+    if not path_found:
+        return ""
+    if path_rc != 0 or not path_version:
+        return "helm on PATH is not used: helm version --short failed or gave no version"
+    return ("helm %s on PATH is not used: the role needs helm v3 >= %d.%d"
+            % (_v(path_version), USABLE_FROM[0], USABLE_FROM[1]))
+
+
+def report_not_pinned(version, platform, url):
+    return ("helm %s for %s is not pinned (dra_cpu_helm_checksums): its tarball is checked against the "
+            "mirror's own %s.sha256sum, which catches corruption but not a mirror serving another file"
+            % (dl.release_name(version), platform, url))
+
+
+def report_download(version, dest, sha256):
+    how = ("sha256 verified against the pinned %s" % sha256 if sha256
+           else "sha256 verified against the mirror's .sha256sum; not pinned")
+    return "helm: downloaded %s to %s (%s)" % (dl.release_name(version), dest, how)
+
+
+def report_would_download(url, sha256, dest):
+    against = ("the pinned sha256 %s" % sha256) if sha256 else url + ".sha256sum"
+    return ("helm: none yet (check mode: it would be downloaded from %s, verified against %s and "
+            "unpacked to %s)" % (url, against, dest))
+
+
+def report_cached(version, dest):
+    return "helm: %s, cached %s" % (dl.release_name(version), dest)
+
+
+def subprocess_runner(timeout=60):
+    """``run(argv) -> (rc, stdout)`` with subprocess (the action plugin's, in the controller)."""
+    def run(argv):
+        try:
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  timeout=timeout, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return 127, str(exc)
+        return proc.returncode, proc.stdout.decode("utf-8", "replace")
+    return run
+
+
+def _result(source, path, cmd, version, report, missing=False, changed=False):
+    return {"changed": changed, "source": source, "path": path, "cmd": cmd, "version": version,
+            "missing": missing, "report": report}
+
+
+def helm_tool(params, check_mode, run, which=shutil.which, uname=os.uname, opener=None):
+    """The module's result for validated ``params``.
+
+    ``run(argv) -> (rc, stdout)`` runs a helm command, ``which(name)`` finds one on PATH,
+    ``uname()`` gives the platform, ``opener`` replaces the download's HTTP opener (tests).
+    """
+    binary = str(params.get("binary") or "").strip()
+    force = bool(params.get("force_download"))
+    report = []
+
+    path_found, path_rc, path_version = None, None, ""
+    if binary and not force:
+        rc, out = run([binary, "version", "--short"])
+        version = parse_helm_version(out) if rc == 0 else ""
+        return _result("binary", binary, binary, version, [report_binary(binary, version)])
+    if not force:
+        path_found = which("helm")
+        if path_found:
+            path_rc, out = run(["helm", "version", "--short"])
+            path_version = parse_helm_version(out)
+    if choose(binary, path_found, path_rc, path_version, force) == "path":
+        return _result("path", "", "helm", path_version, [report_path(path_version)])
+    why = report_path_unusable(path_found, path_rc, path_version)
+    if why:
+        report.append(why)
+    return _download(params, check_mode, report, uname, opener)
+
+
+def _download(params, check_mode, report, uname, opener):
+    version = str(params.get("version") or "").strip()
+    if not version:
+        return {"failed": True, "msg": "No usable helm was found and no helm version to download was "
+                                       "given: set dra_cpu_helm_version, or put helm v3 >= 3.13 on PATH / "
+                                       "in dra_cpu_helm_binary."}
+    system = uname()
+    platform = dl.platform_of(system[0], system[4])
+    if not platform:
+        return {"failed": True, "msg": dl.no_build_message(system[0], system[4])}
+    try:
+        chosen = choose_checksum(merge_checksums(params.get("pinned_checksums"), params.get("checksums")),
+                                 version, platform)
+    except ValueError as exc:
+        return {"failed": True, "msg": str(exc)}
+    sha256 = chosen["sha256"] if chosen["pinned"] else None
+    url = dl.tarball_url(params.get("mirror") or "https://get.helm.sh", version, platform)
+    dest = dl.cached_binary(params.get("cache_dir") or "~/.cache/kubevirtci.dra_cpu/helm", version, platform)
+    bare = dl.release_name(version)[1:]
+    if dl.is_executable(dest):
+        return _result("download", dest, dest, bare, report + [report_cached(version, dest)])
+    note = [] if sha256 else [report_not_pinned(version, platform, url)]
+    if check_mode:
+        return _result("download", dest, dest, bare, report + [report_would_download(url, sha256, dest)] + note,
+                       missing=True)
+    kwargs = {"opener": opener} if opener else {}
+    try:
+        dl.download(url, dest, platform, sha256=sha256, timeout=params.get("timeout") or 60, **kwargs)
+    except dl.DownloadError as exc:
+        if sha256 and exc.kind == "mismatch":
+            msg = dl.refusal_message(version, platform, url, sha256, exc.got)
+        else:
+            msg = dl.failure_message(version, url, sha256, exc)
+        return {"failed": True, "msg": msg, "report": report + note}
+    return _result("download", dest, dest, bare, report + [report_download(version, dest, sha256)] + note,
+                   changed=True)

@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Runs a cluster module's logic in its module process or in the controller's worker.
+
+The run functions (preflight/run.py, topology/run.py, k8s/target.py) are
+``run_fn(params, check_mode, source, get_client) -> result`` (``failed`` set on failure). Here:
+``exit_module`` (the module's exit), ``ClientOptions`` (what ``get_api_client`` gets in place of
+an AnsibleK8SModule), ``run_in_process`` (the module's argument check and error text, the run under
+the task's ``environment`` so ``K8S_AUTH_*``/``KUBECONFIG``/``~`` resolve as in the module, and
+RedactingModule's redaction, invocation and JSON types) and ``run_action`` (in process on a local
+connection without async or become, when the kubernetes client imports here and the task
+environment keeps ``KUBECONFIG``; else ``_execute_module``). No Ansible controller imports.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import contextlib
+import json
+import os
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.errors import UnsupportedError
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import kubeconfig_secrets
+
+COLLECTION = "kubevirtci.dra_cpu"
+# AnsibleK8SModule warns below this kubernetes client version (kubernetes.core 6.x)
+KUBERNETES_TESTED = "24.2.0"
+
+
+class ModuleFailure(BaseException):
+    """``fail_json`` of ``ClientOptions``: like the module's SystemExit, past ``except Exception``."""
+
+    def __init__(self, msg):
+        super(ModuleFailure, self).__init__(msg)
+        self.msg = msg
+
+
+def _k8s_core():
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s import core
+    return core
+
+
+class ClientOptions(object):
+    """The module side of ``get_api_client(module)`` without a module process."""
+
+    def __init__(self, params, check_mode):
+        self.params = params
+        self.check_mode = bool(check_mode)
+        self.warnings = []
+        if not _k8s_core().has_at_least("kubernetes", KUBERNETES_TESTED):
+            self.warn("kubernetes<%s is not supported or tested. Some features may not work." % KUBERNETES_TESTED)
+
+    @property
+    def server_side_dry_run(self):
+        return self.check_mode and _k8s_core().has_at_least("kubernetes", "18.20.0")
+
+    def has_at_least(self, dependency, minimum=None, warn=False):
+        return _k8s_core().has_at_least(dependency, minimum)
+
+    def requires(self, dependency, minimum=None, reason=None):
+        try:
+            _k8s_core().requires(dependency, minimum, reason=reason)
+        except Exception as exc:  # kubernetes.core raises a plain Exception naming the library
+            raise ModuleFailure(str(exc))
+
+    def warn(self, msg):
+        self.warnings.append(msg)
+
+    def fail_json(self, msg, **kwargs):
+        raise ModuleFailure(msg)
+
+
+def exit_module(module, result):
+    """End a module process with a run function's result."""
+    result = dict(result)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+@contextlib.contextmanager
+def task_environment(environment):
+    """``os.environ`` with the task's ``environment`` laid over it, restored afterwards."""
+    saved = dict(os.environ)
+    try:
+        for key, value in (environment or {}).items():
+            os.environ[str(key)] = "%s" % (value,)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def check_args(spec, args, module_name):
+    """``(params, error message or None, no_log values, warnings, deprecations)`` as AnsibleModule
+    would have them for ``args`` (the RedactingModule's kubeconfig secrets included)."""
+    raw = dict(args or {})
+    checked = ArgumentSpecValidator(spec).validate(raw)
+    no_log = set(checked._no_log_values) | kubeconfig_secrets(raw.get("kubeconfig"))
+    error = None
+    if checked.error_messages:
+        error = checked.errors.msg
+        if isinstance(checked.errors[0], UnsupportedError):
+            error = "Unsupported parameters for (%s) module: %s" % (module_name, error)
+    warnings = ["Both option %s and its alias %s are set." % (w["option"], w["alias"])
+                for w in checked._warnings if "option" in w and "alias" in w]
+    deprecations = [dict(msg=d["msg"], version=d.get("version"), date=d.get("date"),
+                         collection_name=d.get("collection_name") or COLLECTION) for d in checked._deprecations]
+    return checked.validated_parameters, error, no_log, warnings, deprecations
+
+
+def finish(result, params, no_log_values, warnings=None, deprecations=None):
+    """The result as the module process returns it: invocation, redaction, JSON types."""
+    result = dict(result)
+    result.setdefault("invocation", {"module_args": params})
+    if warnings:
+        result["warnings"] = list(warnings)
+    if deprecations:
+        result["deprecations"] = list(deprecations)
+    preserved = dict((k, v) for k, v in result.items() if v is None or isinstance(v, bool))
+    result = remove_values(result, no_log_values)
+    result.update(preserved)
+    return json.loads(json.dumps(result))
+
+
+def run_in_process(spec, args, check_mode, run_fn, get_client, module_name, environment=None):
+    """The module's result for task ``args``, computed in this process."""
+    with task_environment(environment):
+        params, error, no_log, warnings, deprecations = check_args(spec, args, module_name)
+        if error:
+            return finish({"failed": True, "msg": error}, params, no_log, warnings, deprecations)
+        try:
+            source = ClientOptions(params, check_mode)
+            result = run_fn(params, check_mode, source, get_client)
+            warnings = warnings + source.warnings
+        except ModuleFailure as exc:
+            result = {"failed": True, "msg": exc.msg}
+    return finish(result, params, no_log, warnings, deprecations)
+
+
+def kubernetes_importable():
+    """Whether the kubernetes client and PyYAML load here (AnsibleK8SModule requires both)."""
+    try:
+        import kubernetes  # noqa: F401 pylint: disable=unused-import
+        import yaml  # noqa: F401 pylint: disable=unused-import
+    except ImportError:
+        return False
+    return True
+
+
+def runs_here(transport, async_val, become, environment):
+    """Whether a task can run in this process with the module process's exact outcome.
+
+    A local connection only, and not async (the module must outlive the task) nor become (it
+    runs as another user). The kubernetes client reads ``KUBECONFIG`` once when it is imported:
+    a task ``environment`` that changes it goes to a fresh module process.
+    """
+    if transport != "local" or async_val or become:
+        return False
+    if "KUBECONFIG" in (environment or {}) and "%s" % environment["KUBECONFIG"] != os.environ.get("KUBECONFIG"):
+        return False
+    return kubernetes_importable()
+
+
+def run_action(action, module_name, spec, run_fn, get_client, task_vars):
+    """An action plugin's ``run`` body: ``action`` is the ActionBase (after ``super().run``)."""
+    environment = {}
+    local = action._connection.transport == "local"
+    if local:
+        action._compute_environment_string(environment)
+    become = getattr(action._play_context, "become", False)
+    if not (local and runs_here("local", action._task.async_val, become, environment)):
+        return action._execute_module(module_name=module_name, module_args=action._task.args, task_vars=task_vars)
+    return run_in_process(spec, action._task.args, action._task.check_mode, run_fn, get_client, module_name,
+                          environment)

@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""One run of preflight, shared by the module and its action plugin (k8s/runner.py).
+
+Owns: the module's options (``argument_spec``), their checks beyond the spec, the client, the
+choice between the checks (gather.py) and, with ``checks: false``, only the cluster and what is
+installed, the report file and the result: ``failed`` with ``msg`` (the summary lines appended),
+``report`` and ``summary`` when preflight could not check or did not pass.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec, describe_target
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as preflight_nodes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report as preflight_report
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.gather import read_installed, run_checks
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.values import supports_node_affinity
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.report_files import PREFLIGHT, write_report
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import parse_version
+
+
+def argument_spec():
+    spec = dict(
+        checks=dict(type="bool", default=True),
+        cpu_device_mode=dict(type="str", default=rules.GROUPED, choices=list(rules.MODES)),
+        min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),
+        feature_gate=dict(type="str", default=rules.DEFAULT_FEATURE_GATE),
+        node_selector=dict(type="dict", default={}),
+        tolerations=dict(type="list", elements="dict", default=copy.deepcopy(preflight_nodes.CHART_TOLERATIONS)),
+        reserved_cpus=dict(type="str", default=""),
+        ignore=dict(type="list", elements="str", default=[], choices=list(rules.CHECKS)),
+        skip_incompatible_nodes=dict(type="bool", default=False),
+        chart_version=dict(type="str", default=""),
+        chart_affinity=dict(type="bool"),
+        check_configz=dict(type="bool", default=True),
+        namespace=dict(type="str", default=""),
+        namespace_labels=dict(type="dict", default={}),
+        release_name=dict(type="str", default=""),
+        chart=dict(type="str", removed_in_version="1.0.0", removed_from_collection="kubevirtci.dra_cpu"),
+        report_dir=dict(type="path", default=""),
+    )
+    spec.update(auth_argument_spec(AUTH_ARG_SPEC))
+    return spec
+
+
+def could_not_run(message):
+    """The failure before any finding, with the one-line report the role prints."""
+    lines = preflight_report.could_not_run(message)
+    return {"failed": True, "msg": message, "report": lines, "summary": lines}
+
+
+def option_problem(params):
+    """The first option the spec cannot check that is wrong (message), and the reserved CPUs."""
+    try:
+        reserved = parse_cpuset(params["reserved_cpus"])
+    except CpusetError as exc:
+        return "reserved_cpus: '%s' is not a valid cpuset (%s)" % (params["reserved_cpus"], exc), None
+    try:
+        supports_node_affinity(params["chart_version"])
+    except ValueError as exc:
+        return "chart_version: %s" % exc, None
+    try:
+        parse_version(params["min_version"])
+    except ValueError as exc:
+        return "min_version: %s" % exc, None
+    return None, reserved
+
+
+def not_checked(api, params):
+    """``checks: false``: the shape of a passing result without findings (the cluster is asked for
+    its version all the same, so an unreachable one fails here as target_cluster does)."""
+    result = {
+        "server_version": api.version().get("gitVersion"),
+        "findings": [], "error_count": 0, "warning_count": 0, "passed": True,
+        "checked_nodes": [], "excluded_nodes": [], "skipped_nodes": [], "node_affinity": {},
+        "report": [preflight_report.NOT_RUN],
+    }
+    if params["namespace"]:
+        result["installed"] = read_installed(api, params)
+    return result
+
+
+def run_preflight(params, check_mode, source, get_client):
+    """The module's result: ``get_client(source)`` builds the client (kubernetes.core's
+    ``get_api_client`` with the module, or runner.ClientOptions in process)."""
+    problem, reserved = option_problem(params)
+    if problem:
+        return could_not_run(problem)
+    try:
+        client = get_client(source)
+    except Exception as exc:  # pylint: disable=broad-except
+        return could_not_run(client_error(exc))
+    api = RawApi(client.client)
+    try:
+        if params["checks"]:
+            result, message = run_checks(api, params, reserved)
+        else:
+            result, message = not_checked(api, params), None
+    except KubeRequestError as exc:
+        return could_not_run("preflight could not read the cluster: %s" % exc.message)
+    # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
+    result["cluster"] = describe_target(params, client.configuration.host)
+    result["summary"] = preflight_report.summary_lines(result["findings"], result["checked_nodes"],
+                                                       checked=params["checks"], cluster=result["cluster"])
+    if params["checks"] and not check_mode:
+        write_report(params["report_dir"], PREFLIGHT,
+                     dict((key, result.get(key)) for key in ("passed", "findings", "report", "cluster")))
+    result["changed"] = False
+    if not result["passed"]:
+        # the lines with the message: the role fails on this result and prints nothing before it
+        result.update(failed=True, msg="\n".join([message] + result["summary"]))
+    return result

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The release stage's decision (pure): what to do to the namespace and to the helm release.
+
+Input: what is installed (``installed.namespace_state`` / ``installed.release_state``, as preflight
+returns them or as the release action read them itself) and what is wanted (the chart version the
+chart stage actually read, the digest of the values for helm). Output: the plan the release action
+carries out, step by step:
+
+1. ``namespace.wait``: it is being deleted; wait until it is gone (it takes no new objects). Its
+   release goes with it, so the plan then treats the release as absent.
+2. ``namespace.labels``: the labels to set (the Pod Security labels, plus the owner label only when
+   this run creates the namespace: uninstall deletes the namespace only when it carries it);
+   {} when it already carries them.
+3. ``pending``/``recover``/``fail``: a release left ``pending-*`` by an interrupted helm run is
+   refused by helm ("another operation is in progress"): fail naming the way out, or, with
+   ``dra_cpu_helm_recover``, recover it first (``uninstall`` a pending-install, else ``rollback``).
+4. ``helm``: ``skip`` when the release is deployed with the same chart version and the same values
+   (nothing for helm to do: no helm process at all), else ``install`` (no release) or ``upgrade``
+   (kubernetes.core.helm then compares and upgrades when something differs).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.installed import values_digest
+
+SKIP, INSTALL, UPGRADE = "skip", "install", "upgrade"
+UNINSTALL, ROLLBACK = "uninstall", "rollback"
+
+
+def merge_values(base, override):
+    """``base`` with ``override`` laid over it, dicts merged recursively (Ansible's
+    ``combine(recursive=true)``: lists and scalars are replaced). Neither argument is changed."""
+    merged = dict(base or {})
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_values(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def release_values(chart_values, node_affinity=None):
+    """The values for helm: the chart stage's values, plus preflight's node affinity (when nodes
+    are kept off) as the chart's ``affinity``."""
+    if node_affinity:
+        return merge_values(chart_values, {"affinity": node_affinity})
+    return dict(chart_values or {})
+
+
+def recover_command(status, release_name, namespace):
+    """The helm command that clears a pending release, for the failure message."""
+    if status == "pending-install":
+        return "helm uninstall %s -n %s" % (release_name, namespace)
+    return "helm rollback %s -n %s --wait" % (release_name, namespace)
+
+
+def pending_message(status, release_name, namespace):
+    """The failure on a pending release when recovering it was not asked for."""
+    return ("Helm release %s in namespace %s is stuck in '%s' (an earlier helm run was interrupted), "
+            "so helm refuses to touch it. Either re-run with -e dra_cpu_helm_recover=true, or run '%s' "
+            "yourself and re-run." % (release_name, namespace, status,
+                                      recover_command(status, release_name, namespace)))
+
+
+def namespace_labels(namespace, psa_labels, owner_label):
+    """``(labels, creates)``: the labels to set on the namespace ({} when it carries them) and
+    whether this run creates it (it does not exist, or is being deleted)."""
+    namespace = namespace or {}
+    creates = not namespace.get("exists") or bool(namespace.get("terminating"))
+    if creates:
+        return merge_values(psa_labels, owner_label), True
+    have = namespace.get("labels")
+    if have is not None:
+        ok = all(have.get(k) == v for k, v in (psa_labels or {}).items())
+    else:
+        ok = bool(namespace.get("labels_ok"))
+    return ({} if ok else dict(psa_labels or {})), False
+
+
+def plan(namespace, release, wanted, recover=False):
+    """The plan for ``namespace`` (``namespace_state``) and ``release`` (``release_state``, {} for
+    none) given ``wanted``: ``name``, ``namespace``, ``chart_version`` (the version the chart stage
+    read; '' when unknown, which never skips helm), ``values`` (or ``values_sha256``),
+    ``psa_labels``, ``owner_label``, and optionally ``chart`` (the chart's name; checked when both
+    sides know it).
+
+    Returns ``{namespace: {wait, labels, creates}, release: {status, revision, chart_version},
+    pending, recover, fail, helm, reason}``; ``fail`` is the message to fail with ('' for none).
+    """
+    namespace = namespace or {}
+    release = dict(release or {})
+    name, ns = wanted.get("name", ""), wanted.get("namespace", "")
+    wait = bool(namespace.get("terminating"))
+    labels, creates = namespace_labels(namespace, wanted.get("psa_labels"), wanted.get("owner_label"))
+    if wait or not namespace.get("exists"):
+        release = {}  # a namespace being deleted takes its release Secrets with it
+    status = str(release.get("status") or "")
+    want_digest = wanted.get("values_sha256") or values_digest(wanted.get("values"))
+    result = {
+        "namespace": {"wait": wait, "labels": labels, "creates": creates},
+        "release": {"status": status, "revision": release.get("revision"),
+                    "chart_version": release.get("chart_version", "")},
+        "pending": "", "recover": "", "fail": "", "helm": "", "reason": "",
+    }
+    if status.startswith("pending-"):
+        result["pending"] = status
+        if not recover:
+            result["fail"] = pending_message(status, name, ns)
+            result["reason"] = "release stuck in '%s'" % status
+            return result
+        result["recover"] = UNINSTALL if status == "pending-install" else ROLLBACK
+        result["helm"] = INSTALL if result["recover"] == UNINSTALL else UPGRADE
+        result["reason"] = "release stuck in '%s': %s first" % (status, result["recover"])
+        return result
+    if not release or status in ("", "uninstalled"):
+        result["helm"] = INSTALL if not release else UPGRADE
+        result["reason"] = "no release yet" if not release else "release uninstalled (history kept)"
+        return result
+    differs = []
+    if status != "deployed":
+        differs.append("status %s" % status)
+    want_version = str(wanted.get("chart_version") or "")
+    if not want_version:
+        differs.append("chart version not known")
+    elif want_version != str(release.get("chart_version") or ""):
+        differs.append("chart %s -> %s" % (release.get("chart_version") or "?", want_version))
+    if wanted.get("chart") and release.get("chart") and wanted["chart"] != release["chart"]:
+        differs.append("chart %s -> %s" % (release["chart"], wanted["chart"]))
+    if not release.get("values_sha256"):
+        differs.append("values not known")
+    elif release["values_sha256"] != want_digest:
+        differs.append("values differ")
+    if differs:
+        result["helm"] = UPGRADE
+        result["reason"] = ", ".join(differs)
+    else:
+        result["helm"] = SKIP
+        result["reason"] = "deployed with the same chart version and values"
+    return result

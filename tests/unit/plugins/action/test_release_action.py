@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from unittest import mock
+
+import pytest
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.action import release as action
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed
+
+PSA = {"pod-security.kubernetes.io/enforce": "privileged"}
+OWNER = {"app.kubernetes.io/managed-by": "kubevirtci.dra_cpu"}
+VALUES = {"driverConfig": {"reservedCPUs": "0-1"}}
+CHART = {"release_values": VALUES, "version": "0.3.0", "image": "reg/dra:v0.3.0",
+         "report": ["chart: oci://x 0.3.0 (values mapped onto driverConfig.* (from chart))"]}
+
+
+def installed_state(status="deployed", version="0.3.0", values=None, labels=None, exists=True, terminating=False):
+    ns = {"name": "dra", "exists": exists, "terminating": terminating, "labels": dict(PSA if labels is None else labels),
+          "labels_ok": exists and not terminating and (labels is None)}
+    release = {} if status is None else {
+        "name": "dra", "revision": 1, "status": status, "chart": "dra-driver-cpu", "chart_version": version,
+        "values_sha256": installed.values_digest(VALUES if values is None else values)}
+    return {"readable": True, "namespace": ns, "release": release}
+
+
+def args(**kw):
+    base = dict(release_name="dra", namespace="dra", chart_ref="oci://x", chart_version="0.3.0", chart=CHART,
+                installed=installed_state(), namespace_labels=PSA, owner_label=OWNER,
+                helm={"path": "/h/helm", "cmd": "/h/helm", "missing": False}, kubeconfig="/k/config")
+    base.update(kw)
+    return base
+
+
+class Fake(object):
+    """A fake _execute_module: answers per module name, records the calls."""
+
+    def __init__(self, answers=None):
+        self.answers = answers or {}
+        self.calls = []
+
+    def __call__(self, module_name, module_args, task_vars):
+        self.calls.append((module_name, module_args))
+        answer = self.answers.get(module_name, {"changed": True})
+        return answer(module_args) if callable(answer) else dict(answer)
+
+    def names(self):
+        return [call[0] for call in self.calls]
+
+
+def run(task_args, fake=None, check=False):
+    fake = fake or Fake()
+    task = mock.Mock(args=task_args, async_val=0, check_mode=check, diff=False)
+    plugin = action.ActionModule(task, mock.Mock(transport="local"), mock.Mock(), loader=None, templar=None,
+                                 shared_loader_obj=None)
+    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+            mock.patch.object(plugin, "_execute_module", side_effect=fake):
+        return plugin.run(task_vars={}), fake
+
+
+def test_noop_starts_no_module_and_reports_unchanged():
+    result, fake = run(args())
+    assert fake.calls == [] and result["modules"] == []
+    assert result["changed"] is False and result["action"] == "unchanged" and result["revision"] == 1
+    assert result["report"][0] == "release dra (namespace dra): unchanged, revision 1"
+    assert result["report"][1] == "image (the chart's default): reg/dra:v0.3.0"
+    assert "values mapped onto driverConfig.*" in result["report"][2]
+    assert result["values"] == VALUES and not result.get("failed")
+
+
+def test_noop_in_check_mode_is_unchanged_too():
+    result, fake = run(args(), check=True)
+    assert fake.calls == [] and result["changed"] is False and result["action"] == "unchanged"
+
+
+def test_first_install_creates_the_namespace_with_the_owner_label_then_installs():
+    fake = Fake({"kubernetes.core.helm": {"changed": True, "status": {"revision": "1"}}})
+    result, fake = run(args(installed=installed_state(status=None, exists=False), kubeconfig="/k/config",
+                            context="ctx", plain_http=True), fake)
+    assert fake.names() == ["kubernetes.core.k8s", "kubernetes.core.helm"]
+    k8s, helm = fake.calls[0][1], fake.calls[1][1]
+    assert k8s["definition"]["metadata"]["labels"] == dict(PSA, **OWNER)
+    assert k8s["kubeconfig"] == "/k/config" and k8s["context"] == "ctx" and "binary_path" not in k8s
+    assert helm["binary_path"] == "/h/helm" and helm["kubeconfig"] == "/k/config" and helm["plain_http"] is True
+    assert helm["release_values"] == VALUES and helm["wait"] is True and helm["chart_version"] == "0.3.0"
+    assert helm["create_namespace"] is False and helm["release_state"] == "present"
+    assert result["action"] == "installed" and result["revision"] == 1 and result["changed"] is True
+    assert result["report"][0].startswith("namespace dra: created with ")
+
+
+def test_check_mode_first_install_writes_nothing_and_says_so():
+    result, fake = run(args(installed=installed_state(status=None, exists=False)), check=True)
+    assert fake.calls == []
+    assert result["action"] == "would install" and result["changed"] is True
+    assert any("would create" in line for line in result["report"])
+
+
+def test_changed_values_upgrade_with_node_affinity_merged():
+    affinity = {"nodeAffinity": {"x": 1}}
+    fake = Fake({"kubernetes.core.helm": {"changed": True, "status": {"revision": 2}}})
+    result, fake = run(args(node_affinity=affinity), fake)
+    assert fake.names() == ["kubernetes.core.helm"]
+    assert fake.calls[0][1]["release_values"] == dict(VALUES, affinity=affinity)
+    assert result["action"] == "upgraded" and result["revision"] == 2
+
+
+def test_check_mode_upgrade_asks_helm_and_helm_may_say_unchanged():
+    fake = Fake({"kubernetes.core.helm": {"changed": False}})
+    result, fake = run(args(installed=installed_state(version="0.2.0")), fake, check=True)
+    assert fake.names() == ["kubernetes.core.helm"]
+    assert result["action"] == "unchanged" and result["changed"] is False
+    fake = Fake({"kubernetes.core.helm": {"changed": True}})
+    result, unused = run(args(installed=installed_state(version="0.2.0")), fake, check=True)
+    assert result["action"] == "would upgrade" and result["changed"] is True
+
+
+def test_relabel_only_when_a_label_is_missing_and_without_the_owner_label():
+    result, fake = run(args(installed=installed_state(labels={"pod-security.kubernetes.io/enforce": "baseline"})),
+                       Fake({"kubernetes.core.k8s": {"changed": True}}))
+    assert fake.names() == ["kubernetes.core.k8s"]
+    assert fake.calls[0][1]["definition"]["metadata"]["labels"] == PSA
+    assert result["changed"] is True and result["action"] == "unchanged"
+
+
+@pytest.mark.parametrize("status, command", [("pending-install", "helm uninstall dra -n dra"),
+                                             ("pending-upgrade", "helm rollback dra -n dra --wait")])
+def test_pending_without_recover_fails_with_the_way_out(status, command):
+    result, fake = run(args(installed=installed_state(status=status)))
+    assert fake.calls == [] and result["failed"] is True
+    assert "stuck in '%s'" % status in result["msg"] and command in result["msg"]
+    assert "dra_cpu_helm_recover=true" in result["msg"]
+
+
+def test_pending_install_is_uninstalled_then_installed():
+    result, fake = run(args(installed=installed_state(status="pending-install"), recover=True),
+                       Fake({"kubernetes.core.helm": lambda a: {"changed": True, "status": {"revision": 1}}}))
+    assert fake.names() == ["kubernetes.core.helm", "kubernetes.core.helm"]
+    assert fake.calls[0][1]["release_state"] == "absent" and fake.calls[1][1]["release_state"] == "present"
+    assert result["action"] == "recovered (uninstall) + installed"
+
+
+def test_pending_upgrade_is_rolled_back_with_the_helm_command_then_upgraded():
+    result, fake = run(args(installed=installed_state(status="pending-upgrade"), recover=True, context="ctx",
+                            timeout="2m0s"),
+                       Fake({"kubernetes.core.helm": {"changed": False}, "ansible.builtin.command": {"rc": 0}}))
+    assert fake.names() == ["ansible.builtin.command", "kubernetes.core.helm"]
+    assert fake.calls[0][1]["argv"] == ["/h/helm", "rollback", "dra", "--namespace", "dra", "--wait", "--timeout",
+                                        "2m0s", "--kubeconfig", "/k/config", "--kube-context", "ctx"]
+    assert result["action"] == "recovered (rollback) + unchanged" and result["changed"] is True
+
+
+def test_pending_in_check_mode_with_recover_writes_nothing():
+    result, fake = run(args(installed=installed_state(status="pending-install"), recover=True), check=True)
+    assert fake.calls == [] and result["action"] == "would recover (uninstall) + would install"
+
+
+def test_helm_errors_fail_with_helms_message():
+    fake = Fake({"kubernetes.core.helm": {"failed": True, "msg": "Failure when executing Helm command",
+                                          "stderr": "Error: UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress"}})
+    result, unused = run(args(installed=installed_state(version="0.2.0")), fake)
+    assert result["failed"] is True and "another operation" in result["stderr"]
+    assert result["msg"] == "Failure when executing Helm command"
+
+
+def test_without_preflight_it_reads_the_namespace_and_the_release_itself():
+    fake = Fake({
+        "kubernetes.core.k8s_info": {"resources": [{"metadata": {"name": "dra", "labels": PSA}}]},
+        "kubernetes.core.helm_info": {"status": {"name": "dra", "revision": "3", "status": "deployed",
+                                                 "chart": "dra-driver-cpu-0.3.0", "values": VALUES}}})
+    result, fake = run(args(installed={}), fake)
+    assert fake.names() == ["kubernetes.core.k8s_info", "kubernetes.core.helm_info"]
+    assert fake.calls[1][1]["release_state"] == ["all"] and fake.calls[1][1]["binary_path"] == "/h/helm"
+    assert result["action"] == "unchanged" and result["revision"] == 3
+
+
+def test_terminating_namespace_is_waited_for(monkeypatch):
+    monkeypatch.setattr(action.time, "sleep", lambda s: None)
+    answers = iter([{"resources": [{"metadata": {"deletionTimestamp": "x"}}]}, {"resources": []}])
+    fake = Fake({"kubernetes.core.k8s_info": lambda a: next(answers),
+                 "kubernetes.core.helm": {"changed": True, "status": {"revision": 1}}})
+    result, fake = run(args(installed=installed_state(terminating=True)), fake)
+    assert fake.names() == ["kubernetes.core.k8s_info", "kubernetes.core.k8s_info", "kubernetes.core.k8s",
+                            "kubernetes.core.helm"]
+    assert fake.calls[2][1]["definition"]["metadata"]["labels"] == dict(PSA, **OWNER)
+    assert result["action"] == "installed" and result["plan"]["namespace"]["wait"] is True
+
+
+def test_helm_missing_in_check_mode_compares_nothing():
+    result, fake = run(args(helm={"missing": True}, installed=installed_state(status=None, exists=False)), check=True)
+    assert fake.calls == [] and result["action"] == "would install or upgrade"
+    assert "helm is not available yet" in result["report"][1]
+
+
+def test_bad_options_fail():
+    result, unused = run({"namespace": "dra"})
+    assert result["failed"] is True and "release_name" in result["msg"]
+
+
+def test_helm_info_chart_version_parsing():
+    assert action.chart_version_of("dra-driver-cpu-0.3.0") == "0.3.0"
+    assert action.chart_version_of("dra-driver-cpu-0.3.0-rc.1", "0.3.0-rc.1") == "0.3.0-rc.1"
+    assert action.release_from_helm_info({}) == {}
