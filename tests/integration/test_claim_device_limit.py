@@ -37,7 +37,7 @@ def test_install_reports_the_claim_limit_not_the_cell(installed):
     assert [(c["id"], c["allocatable_cpus"]) for c in topo["nodes"]["node01"]["cells"]] == [(0, 78)]
     assert topo["largest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 78}
     assert (topo["max_vm_host_cpus"], topo["max_node_host_cpus"], topo["claim_device_limit"]) == (LIMIT,) * 3
-    table = installed.result("Show the allocatable CPUs per node and cell")["msg"]
+    table = installed.result("Wait until every driver node has published its CPU topology")["summary"]
     assert "largest VM that fits: 32 host CPUs on one node (a claim holds at most 32 devices, one per CPU)" \
         in table, table
     assert "largest NUMA-aligned VM: 32 host CPUs (a claim whose devices all come from one NUMA cell)" \

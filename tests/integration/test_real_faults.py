@@ -242,8 +242,13 @@ def test_a_stopped_kubelet_makes_the_node_not_ready_and_the_role_still_reports_i
         r = run_playbook(rc, "install", extra_vars=dict(GOOD, dra_cpu_topology_timeout=30))
         assert r.rc == 0, r
         assert r.changed == 0, r.changed_tasks()
-        report = " ".join(r.result("Report the preflight findings")["msg"])
+        preflight = r.result("Check the cluster's prerequisites")
+        report = " ".join(preflight["report"])
         assert "Preflight: 0 error(s), 1 warning(s)" in report, report
+        # the run's short report has the warning too (preflight's summary)
+        assert any(line.startswith(f"[WARNING] cpu_manager_policy on {NODE}: ") for line in preflight["summary"]), \
+            preflight["summary"]
+        assert "(0 errors, 1 warnings)" in " ".join(r.result("Report")["msg"]), r.result("Report")["msg"]
         assert f"[WARNING] cpu_manager_policy on {NODE}: node {NODE}: could not read the kubelet configuration: " \
                f"HTTP 503 from the API server for get nodes/proxy (GET /api/v1/nodes/{NODE}/proxy/configz)" \
                in report, report

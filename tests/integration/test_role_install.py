@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from ansible_run import run_playbook
+from ansible_run import REPO, run_playbook
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -80,6 +80,29 @@ def test_check_mode_on_empty_cluster_creates_nothing(cluster):
     assert objects(cluster) == before
 
 
+def readme_report():
+    """The no-op report README shows ("A run prints a short report ..."), line by line."""
+    text = open(os.path.join(REPO, "README.md")).read()
+    block = text.split("A run prints a short report", 1)[1].split("```", 2)[1]
+    return block.strip("\n").split("\n")
+
+
+def assert_report_as_in_readme(lines, cluster):
+    """The report of a no-op run on the 1-node test cluster is README's example, but for what names
+    this machine: the API server, the kubeconfig, the helm cache path and the chart reference."""
+    want = readme_report()
+    assert len(lines) == len(want), (lines, want)
+    for got, line in zip(lines, want):
+        if line.startswith("cluster: "):
+            assert got.startswith("cluster: https://") and " (context " in got, (got, line)
+        elif line.startswith("helm: "):
+            assert got.startswith("helm: v3."), (got, line)
+        elif line.startswith("chart "):
+            assert got.split(": ", 1)[0] == line.split(": ", 1)[0] and got.split(": ", 1)[1] == cluster.chart, (got, line)
+        else:
+            assert got == line, (got, line)
+
+
 def test_install_defaults_reports_the_sizing_rule_and_is_idempotent(cluster):
     uninstall(cluster)
     r = install(cluster)
@@ -97,7 +120,7 @@ def test_install_defaults_reports_the_sizing_rule_and_is_idempotent(cluster):
     first = r.result("Install or upgrade release")
     assert first["modules"] == ["kubernetes.core.k8s", "kubernetes.core.helm"], first
     assert first["report"][0].startswith("namespace dra-driver-cpu: created with "), first["report"]
-    assert "dra-driver-cpu: installed (chart 0.3.0, revision 1)" in first["report"][1], first["report"]
+    assert first["report"][1] == "release dra-driver-cpu (namespace dra-driver-cpu): installed, revision 1", first["report"]
     again = install(cluster)
     assert again.changed == 0, again.changed_tasks()
     # the re-run knows from preflight what is installed: the release stage starts no module at all
@@ -107,6 +130,7 @@ def test_install_defaults_reports_the_sizing_rule_and_is_idempotent(cluster):
     assert release["modules"] == [] and release["plan"]["helm"] == "skip", release
     assert release["report"][0] == "release dra-driver-cpu (namespace dra-driver-cpu): unchanged, revision 1"
     assert again.result("Check the cluster's prerequisites")["installed"]["release"]["status"] == "deployed"
+    assert_report_as_in_readme(again.result("Report")["msg"], cluster)
     checked = run_playbook(cluster, "install", check=True)
     assert checked.rc == 0 and checked.changed == 0, checked
 
