@@ -108,6 +108,14 @@ options:
     description: The helm cache directory (C(dra_cpu_helm_cache_dir)); the layout cache is its C(charts/). '' no cache.
     type: path
     default: ''
+  helm_download:
+    description:
+      - How to get O(wanted_helm_version) when RV(helm_choice.action) is V(download) (helm on PATH cannot
+        validate the chart's schema) - the options of M(kubevirtci.dra_cpu.helm_tool) C(mirror),
+        C(cache_dir), C(checksums), C(pinned_checksums) and C(timeout). The module then downloads and
+        verifies that helm (or, in check mode, says it would) as M(kubevirtci.dra_cpu.helm_tool) with
+        C(force_download) does and returns it as RV(helm). Unset - only RV(helm_choice) says so.
+    type: dict
 extends_documentation_fragment:
   - kubevirtci.dra_cpu.read_only
 """
@@ -201,6 +209,12 @@ helm_choice:
     warning:
       description: Set when the helm's version is unknown and the chart needs a newer one (also a task warning).
       type: str
+helm:
+  description:
+    - The helm that replaces helm from PATH (O(helm_download)), the result of
+      M(kubevirtci.dra_cpu.helm_tool) - C(path), C(cmd), C(version), C(source), C(missing), C(report).
+  returned: when RV(helm_choice.action) is V(download) and O(helm_download) is set
+  type: dict
 source:
   description:
     - Where the chart was read - V(pulled) (helm pull), V(local) (O(chart) is a local path), V(path)

@@ -138,7 +138,7 @@ def test_old_helm_on_path_is_replaced_by_the_configured_version(cluster, old_hel
     assert why.endswith(f"Downloading dra_cpu_helm_version {cluster.env['CLUSTER_HELM_VERSION']}."), why
     downloaded = cache / cluster.env["CLUSTER_HELM_VERSION"] / "linux-amd64" / "helm"
     assert downloaded.is_file()
-    now = r.result("Replace helm from PATH by dra_cpu_helm_version")
+    now = r.result("Map the settings onto the values of chart")["helm"]
     assert now["path"] == str(downloaded) and now["source"] == "download", now
     from kubernetes import client
     secrets = client.CoreV1Api(cluster.api_client).list_namespaced_secret(
@@ -153,7 +153,7 @@ def test_check_mode_says_it_would_download(cluster, old_helm, tmp_path, registry
     assert r.rc == 0, r
     choice = r.result("Map the settings onto the values of chart")["helm_choice"]
     assert choice["message"].startswith(f"helm {OLD_VERSION} on PATH is not used"), choice
-    assert r.result("Replace helm from PATH by dra_cpu_helm_version")["missing"] is True
+    assert r.result("Map the settings onto the values of chart")["helm"]["missing"] is True
     assert not list(cache.rglob("helm")), "check mode downloaded helm"
 
 
@@ -165,7 +165,7 @@ def test_old_helm_on_path_is_kept_for_a_chart_it_validates(cluster, old_helm, tm
         "dra_cpu_chart_version": "0.2.0", "dra_cpu_helm_cache_dir": str(cache)})
     assert r.rc == 0, r
     assert r.result("Map the settings onto the values of chart")["helm_choice"]["action"] == "use", r
-    assert r.result("Replace helm from PATH by dra_cpu_helm_version").get("skipped"), r
+    assert "helm" not in r.result("Map the settings onto the values of chart"), r
     assert not list(cache.rglob("helm")), "helm was downloaded although the one on PATH fits"
     # back to the default chart for the tests after this one
     assert run_playbook(cluster, "install").rc == 0

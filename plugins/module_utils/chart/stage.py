@@ -6,7 +6,9 @@
 local chart where it is, or nothing: the version-number fallback), reads its ``Chart.yaml``,
 ``values.yaml`` and ``values.schema.json`` (or the layout cached by chart digest), maps the
 settings onto it (``layout.py``) and decides whether the helm found can validate the chart's
-schema (``helm/schema.py``). The module and the action plugin (in-process on a local connection)
+schema (``helm/schema.py``); when helm from PATH cannot, and ``helm_download`` says how, it gets
+``wanted_helm_version`` itself (``helm/find.py``, forced download) and returns it as ``helm``, so
+the stage stays one call. The module and the action plugin (in-process on a local connection)
 both call it, with the same ``argument_spec()``.
 """
 
@@ -20,6 +22,7 @@ import tarfile
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import fetch as cf
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import layout as cl
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm import find as helm_find
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import (
     helm_choice,
     schema_requirements,
@@ -52,6 +55,9 @@ def argument_spec():
         helm_binary_configured=dict(type="str", default=""),
         wanted_helm_version=dict(type="str", default=""),
         cache_dir=dict(type="path", default=""),
+        # helm_tool's download options (version, mirror, cache_dir, checksums, pinned_checksums,
+        # timeout): how to get wanted_helm_version when helm from PATH cannot validate the schema
+        helm_download=dict(type="dict"),
     )
 
 
@@ -208,4 +214,22 @@ def chart_result(params, run=cf.run_subprocess, check_mode=False):
     )
     if choice["action"] == "fail":
         result.update(failed=True, msg=choice["message"])
+    elif choice["action"] == "download" and p.get("helm_download") is not None:
+        replace_helm(result, p, check_mode)
     return result
+
+
+def replace_helm(result, p, check_mode, tool=None):
+    """helm from PATH cannot validate the chart's schema: download ``wanted_helm_version`` (the helm
+    stage's own rules and checks, forced) into ``result["helm"]``, its lines onto the report."""
+    params = dict((key, spec.get("default")) for key, spec in helm_find.argument_spec().items())
+    params.update(dict((k, v) for k, v in p["helm_download"].items() if k in params and v is not None))
+    params.update(version=p["wanted_helm_version"] or params["version"], force_download=True, binary="")
+    tool = tool or (lambda q, check: helm_find.helm_tool(q, check, helm_find.subprocess_runner(q["timeout"])))
+    got = tool(params, check_mode)
+    if got.get("failed"):
+        result.update(failed=True, msg=got.get("msg") or "the helm download failed")
+        return
+    result["helm"] = got
+    result["changed"] = bool(got.get("changed"))
+    result["report"].extend(got.get("report") or [])
