@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
+from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.local_first import LocalFirstAction
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.fetch import run_subprocess
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.stage import argument_spec, chart_result
@@ -35,18 +35,10 @@ def run_local(args, check_mode=False, environment=None):
     return chart_result(checked.validated_parameters, run, check_mode)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(LocalFirstAction):
+    MODULE = MODULE
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        if self._connection.transport != "local":
-            result.update(self._execute_module(module_name=MODULE, module_args=self._task.args,
-                                               task_vars=task_vars))
-            return result
+    def run_local(self, args, task_vars):
         environment = {}
         self._compute_environment_string(raw_environment_out=environment)
-        result.update(run_local(self._task.args, check_mode=bool(self._task.check_mode),
-                                environment=environment))
-        return result
+        return run_local(args, check_mode=bool(self._task.check_mode), environment=environment)

@@ -13,8 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.local_first import LocalFirstAction
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.settings import (
     argument_spec,
     validation_result,
@@ -31,15 +31,8 @@ def run_local(args):
     return validation_result(checked.validated_parameters)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(LocalFirstAction):
+    MODULE = MODULE
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        if self._connection.transport != "local":
-            result.update(self._execute_module(module_name=MODULE, module_args=self._task.args,
-                                               task_vars=task_vars))
-            return result
-        result.update(run_local(self._task.args))
-        return result
+    def run_local(self, args, task_vars):
+        return run_local(args)

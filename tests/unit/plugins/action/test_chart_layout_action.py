@@ -12,6 +12,8 @@ from unittest import mock
 
 import pytest
 
+from ansible.plugins.action import ActionBase
+
 from ansible_collections.kubevirtci.dra_cpu.plugins.action import chart_layout as action
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import chart_layout as module
 
@@ -93,7 +95,7 @@ def _environment(env):
 def test_local_connection_runs_in_process(fake_helm, tmp_path):
     helm, seen = fake_helm
     plugin = _plugin("local", _args(helm, tmp_path), check_mode=True)
-    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+    with mock.patch.object(ActionBase, "run", return_value={}), \
             mock.patch.object(plugin, "_compute_environment_string", _environment({"DRA_CPU_PROXY_TEST": "p"})), \
             mock.patch.object(plugin, "_execute_module") as execute:
         result = plugin.run(task_vars={})
@@ -106,7 +108,7 @@ def test_local_connection_runs_in_process(fake_helm, tmp_path):
 def test_other_connections_run_the_module_on_the_target():
     args = {"chart": OCI, "helm": "helm"}
     plugin = _plugin("ssh", args)
-    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+    with mock.patch.object(ActionBase, "run", return_value={}), \
             mock.patch.object(plugin, "_execute_module", return_value={"changed": False, "version": "x"}) as execute:
         result = plugin.run(task_vars={"a": 1})
     execute.assert_called_once_with(module_name="kubevirtci.dra_cpu.chart_layout", module_args=args,

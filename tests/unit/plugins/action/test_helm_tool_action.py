@@ -8,6 +8,8 @@ from unittest import mock
 
 import pytest
 
+from ansible.plugins.action import ActionBase
+
 from ansible_collections.kubevirtci.dra_cpu.plugins.action import helm_tool as action
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import helm_tool as module
 
@@ -71,7 +73,7 @@ def _plugin(transport, task_args, check_mode=False):
 def test_local_connection_runs_in_process(tmp_path, monkeypatch, check_mode):
     monkeypatch.setenv("PATH", str(tmp_path))
     plugin = _plugin("local", args(tmp_path), check_mode)
-    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+    with mock.patch.object(ActionBase, "run", return_value={}), \
             mock.patch.object(plugin, "_execute_module") as execute, \
             mock.patch.object(action, "helm_tool", return_value={"changed": False, "missing": check_mode}) as tool:
         result = plugin.run(task_vars={})
@@ -82,7 +84,7 @@ def test_local_connection_runs_in_process(tmp_path, monkeypatch, check_mode):
 
 def test_other_connections_run_the_module_on_the_target(tmp_path):
     plugin = _plugin("ssh", args(tmp_path))
-    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+    with mock.patch.object(ActionBase, "run", return_value={}), \
             mock.patch.object(plugin, "_execute_module", return_value={"changed": False, "source": "x"}) as execute:
         result = plugin.run(task_vars={"a": 1})
     execute.assert_called_once_with(module_name="kubevirtci.dra_cpu.helm_tool", module_args=args(tmp_path),

@@ -7,6 +7,8 @@ from unittest import mock
 
 import pytest
 
+from ansible.plugins.action import ActionBase
+
 from ansible_collections.kubevirtci.dra_cpu.plugins.action import validate as action
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import validate as module
 
@@ -39,7 +41,7 @@ def _plugin(transport, args):
 
 def test_local_connection_runs_in_process():
     plugin = _plugin("local", ARGS)
-    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+    with mock.patch.object(ActionBase, "run", return_value={}), \
             mock.patch.object(plugin, "_execute_module") as execute:
         result = plugin.run(task_vars={})
     execute.assert_not_called()
@@ -48,7 +50,7 @@ def test_local_connection_runs_in_process():
 
 def test_other_connections_run_the_module_on_the_target():
     plugin = _plugin("ssh", ARGS)
-    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+    with mock.patch.object(ActionBase, "run", return_value={}), \
             mock.patch.object(plugin, "_execute_module", return_value={"changed": False, "values_key": "x"}) as execute:
         result = plugin.run(task_vars={"a": 1})
     execute.assert_called_once_with(module_name="kubevirtci.dra_cpu.validate", module_args=ARGS, task_vars={"a": 1})
