@@ -106,6 +106,16 @@ options:
         whatever the topology; use with O(wait=false). The module itself does not fail for it.
     type: str
     default: ''
+  sizing_grace:
+    description:
+      - When every pool is complete but the sizes do not match O(expected_cpus_per_node),
+        O(expected_cells_per_node) or O(min_cell_cpus), look again once a second for up to this many
+        seconds before failing. After an upgrade the driver updates its pool in place and keeps the
+        generation (the ResourceSlice controller of k8s.io/dynamic-resource-allocation), so the old pool
+        stays complete until the new driver pod publishes; the role passes 30 when the release step
+        changed the release. V(0) fails at once.
+    type: int
+    default: 0
 seealso:
   - module: kubevirtci.dra_cpu.preflight
 """

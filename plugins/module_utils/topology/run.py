@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import time
+
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
@@ -52,6 +54,7 @@ def argument_spec():
         log_lines=dict(type="int", default=20),
         report_dir=dict(type="path", default=""),
         record_failure=dict(type="str", default=""),
+        sizing_grace=dict(type="int", default=0),
     )
     spec.update(auth_argument_spec(AUTH_ARG_SPEC))
     return spec
@@ -109,8 +112,27 @@ def run(api, params, reserved, clock=None, sleep=None, report_dir=None):
     selectors, problem = resolve_pod_selectors(api, params["namespace"], params.get("release_name"),
                                                params.get("pod_selector"))
     result, failure = _wait(api, params, reserved, selectors, problem, clock, sleep)
+    result, failure = _settle(api, params, reserved, selectors, problem, clock, sleep, result, failure)
     # an earlier step's failure to record (the role's rescue): the report is about that one
     write_topology_reports(report_dir, api, params, selectors, result, params.get("record_failure") or failure)
+    return result, failure
+
+
+def _settle(api, params, reserved, selectors, problem, clock, sleep, result, failure):
+    """Every pool is complete but does not have the sizes asked for: within ``sizing_grace`` seconds
+    look again, once a second. After an upgrade (new reservedCPUs) upstream's ResourceSlice
+    controller updates a pool in place and keeps its generation when at most one slice changed
+    (k8s.io/dynamic-resource-allocation resourceslice syncPool), so the old pool is complete at the
+    same generation until the new driver publishes, a second or so after its pod turned Ready."""
+    grace = params.get("sizing_grace") or 0
+    if not (grace > 0 and params["wait"] and failure and result.get("ansible_facts")):
+        return result, failure
+    now = clock or time.monotonic
+    pause = sleep or time.sleep
+    deadline = now() + grace
+    while failure and result.get("ansible_facts") and now() < deadline:
+        pause(1)
+        result, failure = _wait(api, params, reserved, selectors, problem, clock, sleep)
     return result, failure
 
 
