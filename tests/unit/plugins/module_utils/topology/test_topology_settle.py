@@ -10,20 +10,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock
 
 COMPLETE = {"ansible_facts": {"dra_cpu_topology": {}}, "sizing_problems": []}
 STALE = "the published CPU topology does not match: node real01 cell 0 has 4 allocatable CPUs, expected 2"
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def settle(answers, grace, wait=True):
