@@ -86,6 +86,14 @@ def image_report(image, source):
     return "image (%s): %s" % (source, image)
 
 
+def chart_and_image(chart_lines, image, source):
+    """The chart stage's lines with the image joined onto the first (``chart 0.3.0 (values onto
+    driverConfig.*), image (...): <image>``): one line for what is installed."""
+    if not chart_lines:
+        return [image_report(image, source)]
+    return ["%s, %s" % (chart_lines[0], image_report(image, source))] + chart_lines[1:]
+
+
 def label_report(labels, params):
     """The labels set on the namespace, in words: the Pod Security ones and the owner label."""
     psa = params.get("namespace_labels") or {}
@@ -174,7 +182,7 @@ class ActionModule(ActionBase):
             # short enough not to be folded in the play's output; the chart's version is on its line
             head = "release %s (namespace %s): %s%s" % (
                 name, ns, action, ", revision %s" % revision if revision is not None else ", chart %s" % version)
-            return lines + [head, image_report(image, source)] + chart_lines
+            return lines + [head] + chart_and_image(chart_lines, image, source)
 
         public_plan = dict(plan, values_sha256=inst.values_digest(values))
         if plan["fail"]:
@@ -203,8 +211,8 @@ class ActionModule(ActionBase):
         # 2. helm not there (check mode before the download): nothing to compare with
         if helm_missing:
             out.update(action="would install or upgrade", revision=plan["release"]["revision"], changed=changed,
-                       report=lines + ["release %s (namespace %s): %s" % (name, ns, NO_HELM),
-                                       image_report(image, source)] + chart_lines)
+                       report=lines + ["release %s (namespace %s): %s" % (name, ns, NO_HELM)]
+                       + chart_and_image(chart_lines, image, source))
             return self._done(out)
         # 3. a pending release: recover it first
         prefix = ""

@@ -172,7 +172,8 @@ app_version:
   type: str
 report:
   description:
-    - "Short lines for the release report: C(chart: <chart> <version> (<mapping>)), then
+    - "Short lines for the release report: C(chart <version> (values onto <key>.*)) (the release stage
+      joins the image onto it; a mapping not read from the chart says where it comes from), then
       C(helm: <why helm from PATH is replaced>) when RV(helm_choice.action=download) and
       C(warning: ...) when RV(helm_choice.warning) is set."
     - A list since the module fetches the chart itself; the one line it was is RV(mapping) now.
@@ -180,8 +181,7 @@ report:
   type: list
   elements: str
   sample:
-    - "chart: oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu 0.3.0 (values mapped onto driverConfig.*
-      (from chart); chart has nodeSelector, affinity)"
+    - "chart 0.3.0 (values onto driverConfig.*)"
 mapping:
   description: The mapping alone, C(values mapped onto driverConfig.* (from chart); ...).
   returned: success

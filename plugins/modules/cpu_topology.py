@@ -220,7 +220,7 @@ summary:
     - "node01     0  cpudevnuma000         4"
     - "node01     1  cpudevnuma001         6"
     - "node01  total                       10"
-    - "largest VM that fits: 6 host CPUs (a claim takes all its CPUs from one device: one NUMA cell)"
+    - "largest VM that fits: 6 host CPUs, all from one device (one NUMA cell)"
 targets:
   description: The nodes waited for (deleted nodes removed).
   returned: always

@@ -241,11 +241,13 @@ node_affinity:
   type: dict
 cluster:
   description:
-    - The cluster checked, for the role's "about to change" line. C(server) is the API server URL,
-      C(context) the kubeconfig context used (null without a kubeconfig), C(kubeconfig) the file.
+    - The cluster checked, which the role's release task names before it changes anything. C(server) is
+      the API server URL, C(context) the kubeconfig context used (null without a kubeconfig),
+      C(kubeconfig) the file, C(text) the three in words, C(<server> (context <name>, kubeconfig <file>)).
   returned: when the cluster could be read
   type: dict
-  sample: {server: "https://127.0.0.1:6443", context: kind-kind, kubeconfig: /home/user/.kube/config}
+  sample: {server: "https://127.0.0.1:6443", context: kind-kind, kubeconfig: /home/user/.kube/config,
+           text: "https://127.0.0.1:6443 (context kind-kind, kubeconfig /home/user/.kube/config)"}
 report:
   description:
     - The report as lines of text, one per finding after a header line, then one per node the driver is

@@ -180,13 +180,15 @@ image_source:
   returned: success
   type: str
 report:
-  description: Short lines for the log, the release line first after any namespace line.
+  description:
+    - Short lines for the log, the release line first after any namespace line, then the chart stage's
+      lines with the image joined onto the first.
   returned: always
   type: list
   elements: str
   sample:
-    - "release dra-driver-cpu in namespace dra-driver-cpu: unchanged (chart 0.3.0, revision 1)"
-    - "image: registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0 (the chart's default)"
+    - "release dra-driver-cpu (namespace dra-driver-cpu): unchanged, revision 1"
+    - "chart 0.3.0 (values onto driverConfig.*), image (the chart's default): registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0"
 plan:
   description:
     - The decision (module_utils/release/plan.py). C(namespace) (C(wait), C(labels), C(creates)),

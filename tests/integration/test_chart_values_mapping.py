@@ -78,7 +78,7 @@ def test_args_only_chart_versioned_035_gets_args(cluster, charts):
     assert layout["layout"]["values_key"] == "args", layout
     assert layout["release_values"]["args"]["reservedCPUs"] == "0-1"
     assert "driverConfig" not in layout["release_values"]
-    assert any("values mapped onto args.* (from chart)" in line for line in release_report(r)), release_report(r)
+    assert any(line.startswith("chart 0.3.5 (values onto args.*), image (") for line in release_report(r)), release_report(r)
     assert cells(r.fact("dra_cpu_topology")) == [(0, 4), (1, 6)]
     args = release_values(cluster).spec.template.spec.containers[0].args
     assert "--reserved-cpus=0-1" in args, args
@@ -92,7 +92,7 @@ def test_driver_config_chart_versioned_025_gets_driver_config(cluster, charts):
     assert layout["layout"]["values_key"] == "driverConfig", layout
     assert layout["release_values"]["driverConfig"] == {"reservedCPUs": "0-1", "cpuDeviceMode": "grouped",
                                                         "groupBy": "numanode"}
-    assert any("values mapped onto driverConfig.* (from chart)" in line for line in release_report(r)), \
+    assert any(line.startswith("chart 0.2.5 (values onto driverConfig.*), image (") for line in release_report(r)), \
         release_report(r)
     assert cells(r.fact("dra_cpu_topology")) == [(0, 4), (1, 6)]
 
@@ -130,10 +130,11 @@ def test_node_selector_only_where_the_chart_has_it_020(cluster):
 def test_image_is_reported_and_overridden_through_the_chart_keys(cluster):
     r = run_playbook(cluster, "install", extra_vars={"dra_cpu_chart_version": "0.3.0"})
     assert r.rc == 0, r
-    assert "image (the chart's default): registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0" in release_report(r)
+    assert ("chart 0.3.0 (values onto driverConfig.*), image (the chart's default): "
+            "registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0") in release_report(r)
     image = "mirror.example:5000/dra-driver-cpu/dra-driver-cpu:v0.3.0"
     r = run_playbook(cluster, "install", extra_vars={"dra_cpu_chart_version": "0.3.0", "dra_cpu_image": image})
     assert r.rc == 0, r
-    assert f"image (dra_cpu_image): {image}" in release_report(r)
+    assert f"chart 0.3.0 (values onto driverConfig.*), image (dra_cpu_image): {image}" in release_report(r)
     assert release_values(cluster).spec.template.spec.containers[0].image == image
     assert r.result("Install or upgrade release")["image"] == image

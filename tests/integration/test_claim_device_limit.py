@@ -38,9 +38,9 @@ def test_install_reports_the_claim_limit_not_the_cell(installed):
     assert topo["largest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 78}
     assert (topo["max_vm_host_cpus"], topo["max_node_host_cpus"], topo["claim_device_limit"]) == (LIMIT,) * 3
     table = installed.result("Wait until every driver node has published its CPU topology")["summary"]
-    assert "largest VM that fits: 32 host CPUs on one node (a claim holds at most 32 devices, one per CPU)" \
+    assert "largest VM that fits: 32 host CPUs on one node (at most 32 devices, one per CPU)" \
         in table, table
-    assert "largest NUMA-aligned VM: 32 host CPUs (a claim whose devices all come from one NUMA cell)" \
+    assert "largest NUMA-aligned VM: 32 host CPUs (all its devices from one NUMA cell)" \
         in table, table
 
 

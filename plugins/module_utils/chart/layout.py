@@ -209,6 +209,13 @@ def image_of(values_defaults, metadata, release_vals):
     return "%s:%s" % (repo, tag) if tag else repo
 
 
+def chart_line(version, layout):
+    """``chart <version> (values onto <key>.*)``, with where the mapping comes from when it is not
+    the chart itself (``version rule (the chart could not be read)``)."""
+    source = "" if layout["source"] == "chart" else ", %s" % layout["source"]
+    return "chart %s (values onto %s.*%s)" % (version or "(newest)", layout["values_key"], source)
+
+
 def report_line(layout):
     """One line for the release report: which mapping was used and why."""
     extra = [k for k in ("nodeSelector", "affinity")

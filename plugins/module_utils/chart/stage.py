@@ -162,7 +162,6 @@ def _choice(requirements, p):
 def chart_result(params, run=cf.run_subprocess, check_mode=False):
     """The module's result for checked ``params`` (``failed`` + ``msg`` when it fails)."""
     p = params
-    label = p["path"] if p["helm"] is None and p["path"] and not p["chart"] else p["chart"]
     try:
         entry, where = _entry(p, run, check_mode)
     except cf.FetchError as exc:
@@ -198,8 +197,9 @@ def chart_result(params, run=cf.run_subprocess, check_mode=False):
         result.update(failed=True, msg=str(exc))
         return result
     mapping = cl.report_line(layout)
-    # the reference last: it has no blanks, so the line is not folded in the play's output
-    lines = ["chart %s, %s: %s" % (version or "(newest)", mapping.split(";")[0], label or "the chart")]
+    # short: the release stage joins the image onto it, and the chart's reference is in the chart
+    # task's name already
+    lines = [cl.chart_line(version, layout)]
     if choice["action"] == "download":
         lines.append("helm: %s" % choice["message"])
     if choice["warning"]:

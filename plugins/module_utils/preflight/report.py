@@ -69,16 +69,17 @@ def _node_list(names):
 
 
 def cluster_line(cluster):
-    """``cluster: <API server> (context <name>, kubeconfig <path>)``: the cluster the role changes."""
-    return "cluster: %s (context %s, kubeconfig %s)" % (
+    """``<API server> (context <name>, kubeconfig <path>)``: the cluster the role changes (the role's
+    release task is named with it)."""
+    return "%s (context %s, kubeconfig %s)" % (
         cluster.get("server"), cluster.get("context") or "none", cluster.get("kubeconfig"))
 
 
-def summary_lines(findings, checked_nodes=None, checked=True, cluster=None):
-    """The cluster (``cluster_line``, when given), then ``preflight: N checks passed on <nodes> (E
-    errors, W warnings)`` and the warning and error lines (``finding_line``), or ``NOT_RUN`` when the
-    checks were off."""
-    head = [cluster_line(cluster)] if cluster else []
+def summary_lines(findings, checked_nodes=None, checked=True):
+    """``preflight: N checks passed on <nodes> (E errors, W warnings)`` and the warning and error lines
+    (``finding_line``), or ``NOT_RUN`` when the checks were off. The cluster is not on it: the role's
+    release task names it (``cluster_line``) before it changes anything."""
+    head = []
     if not checked:
         return head + [NOT_RUN]
     count = dict((severity, sum(1 for f in findings if f["severity"] == severity)) for severity in (OK, ERROR, WARNING))

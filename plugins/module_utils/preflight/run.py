@@ -110,8 +110,9 @@ def run_preflight(params, check_mode, source, get_client):
         return could_not_run("preflight could not read the cluster: %s" % exc.message)
     # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
     result["cluster"] = describe_target(params, client.configuration.host)
+    result["cluster"]["text"] = preflight_report.cluster_line(result["cluster"])
     result["summary"] = preflight_report.summary_lines(result["findings"], result["checked_nodes"],
-                                                       checked=params["checks"], cluster=result["cluster"])
+                                                       checked=params["checks"])
     if params["checks"] and not check_mode:
         write_report(params["report_dir"], PREFLIGHT,
                      dict((key, result.get(key)) for key in ("passed", "findings", "report", "cluster")))

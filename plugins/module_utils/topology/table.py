@@ -45,16 +45,16 @@ def sizing_lines(topology):
     """
     vm = topology.get("max_vm_host_cpus", "?")
     if topology.get("mode") == GROUPED:
-        return ["largest VM that fits: %s host CPUs (a claim takes all its CPUs from one device: %s)"
+        return ["largest VM that fits: %s host CPUs, all from one device (%s)"
                 % (vm, _DEVICE_SPAN.get(topology.get("group_by"), "one cell"))]
     limit = topology.get("claim_device_limit", "?")
     if topology.get("mode") == INDIVIDUAL:
-        why = "a claim holds at most %s devices, one per CPU" % limit
+        why = "at most %s devices, one per CPU" % limit
     else:
-        why = ("a claim takes one device on a grouped node, at most %s devices, one per CPU, on an "
+        why = ("one device on a grouped node, at most %s devices, one per CPU, on an "
                "individual-mode node" % limit)
     return ["largest VM that fits: %s host CPUs on one node (%s)" % (topology.get("max_node_host_cpus", "?"), why),
-            "largest NUMA-aligned VM: %s host CPUs (a claim whose devices all come from one NUMA cell)" % vm]
+            "largest NUMA-aligned VM: %s host CPUs (all its devices from one NUMA cell)" % vm]
 
 
 def not_published_line(pending_nodes, timeout):

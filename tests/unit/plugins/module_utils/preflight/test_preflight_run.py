@@ -32,12 +32,9 @@ def factory(cluster):
     return mock.Mock(return_value=client)
 
 
-CLUSTER_LINE = "cluster: %s (context kind, kubeconfig (a kubeconfig given as a dict))" % SERVER
-
-
 def test_cluster_line_names_server_context_and_kubeconfig():
     assert report.cluster_line({"server": "https://k:6443", "context": "", "kubeconfig": "/k/config"}) == (
-        "cluster: https://k:6443 (context none, kubeconfig /k/config)")
+        "https://k:6443 (context none, kubeconfig /k/config)")
 
 
 def test_checks_off_reads_only_the_cluster_and_what_is_installed():
@@ -49,10 +46,11 @@ def test_checks_off_reads_only_the_cluster_and_what_is_installed():
     get_client.assert_called_once_with("source")
     assert "failed" not in got
     assert got["passed"] is True and got["findings"] == [] and got["error_count"] == 0
-    # the summary names the cluster about to change first, with the checks off too
-    assert got["summary"] == [CLUSTER_LINE, "preflight: not run (dra_cpu_preflight=false)"]
+    # the cluster is a result of its own (the role's release task names it), not a summary line
+    assert got["summary"] == ["preflight: not run (dra_cpu_preflight=false)"]
     assert got["report"] == ["preflight: not run (dra_cpu_preflight=false)"]
-    assert got["cluster"] == {"server": SERVER, "context": "kind", "kubeconfig": "(a kubeconfig given as a dict)"}
+    assert got["cluster"] == {"server": SERVER, "context": "kind", "kubeconfig": "(a kubeconfig given as a dict)",
+                              "text": "%s (context kind, kubeconfig (a kubeconfig given as a dict))" % SERVER}
     assert got["installed"]["readable"] is True
     assert got["installed"]["release"]["status"] == "deployed" and got["installed"]["release"]["revision"] == 2
     assert got["node_affinity"] == {} and got["skipped_nodes"] == [] and got["server_version"] == "v1.36.3"
@@ -95,9 +93,8 @@ def test_a_failure_ends_its_message_with_the_summary():
     first, rest = got["msg"].split("\n", 1)
     assert first.startswith("preflight failed with 1 error(s): node node02 [cpu_manager_policy]")
     assert rest.split("\n") == got["summary"]
-    assert got["summary"][0] == CLUSTER_LINE
-    assert got["summary"][1] == "preflight: 9 checks passed on node01, node02 (1 errors, 0 warnings)"
-    assert got["summary"][2].startswith("[ERROR] cpu_manager_policy on node02: ")
+    assert got["summary"][0] == "preflight: 9 checks passed on node01, node02 (1 errors, 0 warnings)"
+    assert got["summary"][1].startswith("[ERROR] cpu_manager_policy on node02: ")
     # the full report is unchanged
     assert got["report"][0] == "Preflight: 1 error(s), 0 warning(s); checked nodes: node01, node02"
 
@@ -105,7 +102,7 @@ def test_a_failure_ends_its_message_with_the_summary():
 def test_a_pass_has_the_summary_and_writes_the_report_file(tmp_path):
     got = run_preflight(params(reserved_cpus="0-1", report_dir=str(tmp_path)), False, None, factory(FakeCluster()))
     assert "failed" not in got and got["changed"] is False
-    assert got["summary"] == [CLUSTER_LINE, "preflight: 7 checks passed on node01 (0 errors, 0 warnings)"]
+    assert got["summary"] == ["preflight: 7 checks passed on node01 (0 errors, 0 warnings)"]
     assert [p.name for p in tmp_path.iterdir()] == ["dra-cpu-preflight.json"]
     # check mode: the same result, no file
     other = tmp_path / "check"

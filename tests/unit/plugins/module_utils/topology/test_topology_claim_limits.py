@@ -65,8 +65,8 @@ def test_individual_one_cell_of_78_gives_32_not_78():
     assert claims(topology) == (32, 32, 32)
     # one node: no largest/smallest cell line (its rows show the cells)
     assert render_table(topology)[-2:] == [
-        "largest VM that fits: 32 host CPUs on one node (a claim holds at most 32 devices, one per CPU)",
-        "largest NUMA-aligned VM: 32 host CPUs (a claim whose devices all come from one NUMA cell)",
+        "largest VM that fits: 32 host CPUs on one node (at most 32 devices, one per CPU)",
+        "largest NUMA-aligned VM: 32 host CPUs (all its devices from one NUMA cell)",
     ]
 
 
@@ -83,8 +83,8 @@ def test_individual_small_cells_are_not_cut():
     assert [c["allocatable_cpus"] for c in topology["nodes"]["node01"]["cells"]] == [4, 6]
     assert claims(topology) == (6, 10, 32)
     assert render_table(topology)[-2:] == [
-        "largest VM that fits: 10 host CPUs on one node (a claim holds at most 32 devices, one per CPU)",
-        "largest NUMA-aligned VM: 6 host CPUs (a claim whose devices all come from one NUMA cell)",
+        "largest VM that fits: 10 host CPUs on one node (at most 32 devices, one per CPU)",
+        "largest NUMA-aligned VM: 6 host CPUs (all its devices from one NUMA cell)",
     ]
 
 
@@ -95,7 +95,7 @@ def test_grouped_is_one_device_whatever_its_capacity(cells, largest):
     assert topology["mode"] == "grouped"
     assert claims(topology) == (largest, largest, 32)
     assert render_table(topology)[-1] == (
-        "largest VM that fits: %d host CPUs (a claim takes all its CPUs from one device: one NUMA cell)" % largest)
+        "largest VM that fits: %d host CPUs, all from one device (one NUMA cell)" % largest)
 
 
 def test_nodes_are_sized_one_by_one():
@@ -112,7 +112,7 @@ def test_mixed_modes_take_the_largest_of_each_node():
     assert topology["mode"] == "mixed"
     assert claims(topology) == (40, 40, 32)
     assert render_table(topology)[-3] == (
-        "largest VM that fits: 40 host CPUs on one node (a claim takes one device on a grouped node, "
+        "largest VM that fits: 40 host CPUs on one node (one device on a grouped node, "
         "at most 32 devices, one per CPU, on an individual-mode node)")
 
 

@@ -35,9 +35,9 @@ ROLE_TEMPLATE = (
     "{% endif -%}")
 
 
-GROUPED_NUMA = "(a claim takes all its CPUs from one device: one NUMA cell)"
-INDIVIDUAL_NODE = "on one node (a claim holds at most 32 devices, one per CPU)"
-ALIGNED = "host CPUs (a claim whose devices all come from one NUMA cell)"
+GROUPED_NUMA = ", all from one device (one NUMA cell)"
+INDIVIDUAL_NODE = "on one node (at most 32 devices, one per CPU)"
+ALIGNED = "host CPUs (all its devices from one NUMA cell)"
 
 
 def role_lines(topology, sizing):
@@ -54,18 +54,18 @@ def role_lines(topology, sizing):
 
 # fixture -> its largest-VM lines: (grouped) the template's line and why; (individual) the node, then NUMA-aligned
 FIXTURES = {
-    "reference_grouped_numanode.yaml": ["largest VM that fits: 6 host CPUs " + GROUPED_NUMA],
+    "reference_grouped_numanode.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA],
     "reference_individual.yaml": ["largest VM that fits: 10 host CPUs " + INDIVIDUAL_NODE,
                                   "largest NUMA-aligned VM: 6 " + ALIGNED],
-    "grouped_socket_smt.yaml": ["largest VM that fits: 8 host CPUs (a claim takes all its CPUs from one device: "
+    "grouped_socket_smt.yaml": ["largest VM that fits: 8 host CPUs, all from one device ("
                                 "one socket)"],
-    "grouped_machine.yaml": ["largest VM that fits: 10 host CPUs (a claim takes all its CPUs from one device: "
+    "grouped_machine.yaml": ["largest VM that fits: 10 host CPUs, all from one device ("
                              "the machine)"],
     # cells of 78 and 80 CPUs, 158 on the node: one claim gets 32 devices, Kubernetes' limit
     "individual_smt_chunks.yaml": ["largest VM that fits: 32 host CPUs " + INDIVIDUAL_NODE,
                                    "largest NUMA-aligned VM: 32 " + ALIGNED],
-    "two_generations.yaml": ["largest VM that fits: 6 host CPUs " + GROUPED_NUMA],
-    "v010_names_two_nodes.yaml": ["largest VM that fits: 6 host CPUs " + GROUPED_NUMA],
+    "two_generations.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA],
+    "v010_names_two_nodes.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA],
 }
 
 
@@ -95,7 +95,7 @@ def test_readme_example(slices):
         "node01     0  cpudevnuma000         4",
         "node01     1  cpudevnuma001         6",
         "node01  total                       10",
-        "largest VM that fits: 6 host CPUs (a claim takes all its CPUs from one device: one NUMA cell)",
+        "largest VM that fits: 6 host CPUs, all from one device (one NUMA cell)",
     ]
 
 
