@@ -27,7 +27,9 @@ description:
     C(eligible_nodes) (the nodes the driver DaemonSet will run on, from O(node_selector) and the taints
     O(tolerations) do not cover), and per eligible node C(container_runtime) (CRI-O >= 1.30 or
     containerd >= 2.0), C(cpu_manager_policy) (kubelet C(cpuManagerPolicy) must be C(none), read
-    through C(/api/v1/nodes/<node>/proxy/configz)) and C(reserved_cpus) (the reserved CPU ids exist)."
+    through C(/api/v1/nodes/<node>/proxy/configz) with a 15 s timeout) and C(reserved_cpus) (the reserved
+    CPU ids exist). A node whose C(Ready) condition is not C(True) gets a C(node_ready) warning instead of
+    the C(/configz) read (its kubelet cannot answer); a Ready node gets no C(node_ready) finding."
   - Fails, listing every error finding, when an error remains after O(ignore) and
     O(skip_incompatible_nodes). Only reads; never reports a change.
   - "A missing permission gives a message naming the verb and the resource, for example

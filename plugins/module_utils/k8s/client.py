@@ -242,8 +242,8 @@ class RawApi(object):
     def metrics(self):
         return self.get_text("/metrics", accept="text/plain")
 
-    def configz(self, node):
-        return self.get_json("/api/v1/nodes/%s/proxy/configz" % quote(node, safe=""))
+    def configz(self, node, timeout=None):
+        return self.get_json("/api/v1/nodes/%s/proxy/configz" % quote(node, safe=""), timeout=timeout)
 
     def list_nodes(self):
         return self.get_json("/api/v1/nodes").get("items") or []

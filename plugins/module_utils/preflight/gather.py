@@ -20,6 +20,10 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.values im
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.report import render_report
 
+# seconds for one node's /configz through the API server's node proxy: a kubelet that stops
+# answering while its node still shows Ready must not hold preflight up
+CONFIGZ_TIMEOUT = 15
+
 
 def read_installed(api, params):
     """The namespace and the helm release as they are now (read-only)."""
@@ -85,10 +89,15 @@ def run_checks(api, params, reserved):
             hostnames[name] = labels.get(nodes_rules.HOSTNAME_LABEL, name)
             runtime = ((obj.get("status") or {}).get("nodeInfo") or {}).get("containerRuntimeVersion")
             findings += nodes_rules.check_container_runtime(name, runtime)
-            if params["check_configz"]:
+            ready = nodes_rules.is_ready(obj)
+            if not ready:
+                findings += nodes_rules.check_node_ready(name, obj)
+            # a node that is not Ready cannot answer (its kubelet is what does not report): the
+            # node_ready warning says so, instead of a 503 from the node proxy after its timeout
+            if params["check_configz"] and ready:
                 configz, configz_error = None, None
                 try:
-                    configz = api.configz(name)
+                    configz = api.configz(name, timeout=CONFIGZ_TIMEOUT)
                 except KubeRequestError as exc:
                     configz_error = exc.message
                 findings += nodes_rules.check_cpu_manager_policy(name, configz, configz_error)

@@ -20,6 +20,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import (
     ERROR,
     NODE_CHECKS,
+    NODE_READY,
     OK,
     WARNING,
     finding,
@@ -127,6 +128,43 @@ def check_cpu_manager_policy(node, configz, error=None):
         fix="run the kubelet with cpuManagerPolicy none (kubevirtci starts worker nodes with "
             "--cpu-manager-policy=static), or keep the driver off the node with "
             "dra_cpu_skip_incompatible_nodes: true")]
+
+
+def ready_condition(node_obj):
+    """The node's ``Ready`` condition (a dict; {} when it has none)."""
+    for cond in ((node_obj or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond
+    return {}
+
+
+def is_ready(node_obj):
+    """True when the node's ``Ready`` condition is ``True`` (its kubelet reports and is healthy)."""
+    return str(ready_condition(node_obj).get("status")) == "True"
+
+
+def check_node_ready(node, node_obj):
+    """A warning for a node whose ``Ready`` condition is not ``True``; nothing for a Ready node.
+
+    Its kubelet does not report (``Unknown``, ``NodeStatusUnknown``: the node lifecycle controller
+    also taints it ``node.kubernetes.io/unreachable``) or reports itself unhealthy (``False``): the
+    driver cannot start or publish there and no pod with a claim can start there, while the pool it
+    published before stays (the kubelet that would delete it is the one not reporting). A warning,
+    not an error: the install itself goes on (the chart's DaemonSet tolerates such nodes), and the
+    node's /configz is not read (it cannot answer).
+    """
+    cond = ready_condition(node_obj)
+    status = str(cond.get("status") or "unknown (no Ready condition)")
+    why = ", ".join(x for x in (cond.get("reason"), cond.get("message")) if x)
+    since = cond.get("lastTransitionTime")
+    return [finding(
+        NODE_READY, WARNING,
+        "node %s is not Ready (Ready=%s%s)%s: the driver cannot start or publish there and no pod "
+        "with a claim can start there; the CPU pool it published before stays listed"
+        % (node, status, ": %s" % why if why else "", " since %s" % since if since else ""),
+        node=node, observed="Ready=%s" % status, required="Ready=True",
+        fix="start the node's kubelet again (its service status and logs on the node), or remove the "
+            "node from the cluster (kubectl delete node %s), then re-run" % node)]
 
 
 def node_cpu_count(node_obj):

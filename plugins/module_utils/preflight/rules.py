@@ -41,6 +41,9 @@ CHECKS = (
     "eligible_nodes",
 )
 NODE_CHECKS = ("container_runtime", "cpu_manager_policy", "reserved_cpus")
+# only ever a warning (a node that is not Ready), so not among the CHECKS ``ignore`` takes: it has
+# no error to downgrade, and it does not count among the checks passed
+NODE_READY = "node_ready"
 
 # Upstream's compatibility table (docs/user/installation.md): every mode needs Kubernetes 1.34
 # (resource.k8s.io/v1 GA); grouped mode needs DRAConsumableCapacity, which is alpha in 1.34/1.35

@@ -105,10 +105,18 @@ APIS = {"kind": "APIGroupList", "groups": [{"name": "resource.k8s.io", "versions
     {"groupVersion": "resource.k8s.io/v1", "version": "v1"}]}]}
 
 
-def node(name, runtime="cri-o://1.36.1", cpus="12", taints=None, labels=None):
+def node(name, runtime="cri-o://1.36.1", cpus="12", taints=None, labels=None, ready="True"):
+    """A Node as the API server returns it; ``ready`` the status of its Ready condition (None: no
+    condition at all, as before its kubelet first reported)."""
+    conditions = [] if ready is None else [{
+        "type": "Ready", "status": ready,
+        "reason": "KubeletReady" if ready == "True" else "NodeStatusUnknown",
+        "message": "kubelet is posting ready status" if ready == "True" else "Kubelet stopped posting node status.",
+        "lastTransitionTime": "2026-12-02T06:00:00Z"}]
     obj = {"metadata": {"name": name, "labels": labels or {"kubernetes.io/hostname": name}},
            "spec": {"taints": taints or []},
-           "status": {"capacity": {"cpu": cpus}, "nodeInfo": {"containerRuntimeVersion": runtime}}}
+           "status": {"capacity": {"cpu": cpus}, "nodeInfo": {"containerRuntimeVersion": runtime},
+                      "conditions": conditions}}
     return obj
 
 
@@ -132,10 +140,12 @@ class FakeCluster(object):
         self.routes.update(routes or {})
         self.watches = list(watches or [])
         self.calls = []
+        self.timeouts = {}
 
     def request(self, method, path, **params):
         query = dict(params.get("query_params") or [])
         self.calls.append((path, query))
+        self.timeouts[path] = params.get("_request_timeout")
         if query.get("watch") == "true":
             events = self.watches.pop(0) if self.watches else []
             if isinstance(events, Exception):

@@ -108,6 +108,39 @@ def test_unreadable_metrics_and_configz_are_warnings():
     assert result["warning_count"] == 2
 
 
+def test_a_node_that_is_not_ready_is_a_warning_and_its_configz_is_not_read():
+    """A stopped kubelet: the node lifecycle controller sets Ready=Unknown (NodeStatusUnknown) and
+    the kubelet cannot answer /configz (the API server's node proxy gives 503 after its own wait).
+    One node_ready warning names the node, the condition and the fix; no configz read, no
+    cpu_manager_policy finding for it; the Ready node's /configz is read with a timeout."""
+    cluster = FakeCluster({"/api/v1/nodes": {"items": [node("node01"), node("node02", ready="Unknown")]},
+                           "/api/v1/nodes/node02/proxy/configz": HTTPError(503, "the kubelet does not answer")})
+    result, failed = run_module(preflight, {"reserved_cpus": "0-1"}, cluster)
+    assert failed is False and result["passed"] is True
+    assert result["warning_count"] == 1 and result["error_count"] == 0
+    [warn] = by_check(result, "node_ready", "node02")
+    assert warn["severity"] == "warning" and warn["observed"] == "Ready=Unknown" and warn["required"] == "Ready=True"
+    assert warn["message"] == ("node node02 is not Ready (Ready=Unknown: NodeStatusUnknown, Kubelet stopped posting "
+                               "node status.) since 2026-12-02T06:00:00Z: the driver cannot start or publish there "
+                               "and no pod with a claim can start there; the CPU pool it published before stays listed")
+    assert "kubectl delete node node02" in warn["fix"]
+    assert by_check(result, "cpu_manager_policy", "node02") == [] and by_check(result, "node_ready", "node01") == []
+    assert "/api/v1/nodes/node02/proxy/configz" not in cluster.paths()
+    assert cluster.timeouts["/api/v1/nodes/node01/proxy/configz"] == 15
+    assert result["checked_nodes"] == ["node01", "node02"]
+    assert any(line.startswith("[WARNING] node_ready on node02: node node02 is not Ready") for line in result["summary"])
+
+
+def test_a_node_without_a_ready_condition_is_not_ready():
+    """A Node its kubelet never reported for has no Ready condition yet: not Ready either."""
+    cluster = FakeCluster({"/api/v1/nodes": {"items": [node("node01", ready=None)]}})
+    result, failed = run_module(preflight, {}, cluster)
+    assert failed is False
+    [warn] = by_check(result, "node_ready", "node01")
+    assert warn["observed"] == "Ready=unknown (no Ready condition)"
+    assert cluster.paths() == ["/version", "/metrics", "/apis", "/api/v1/nodes"]
+
+
 def test_old_server_with_gate_on_and_off():
     old = {"/version": {"major": "1", "minor": "35", "gitVersion": "v1.35.2"}}
     result, failed = run_module(preflight, {}, FakeCluster(old))

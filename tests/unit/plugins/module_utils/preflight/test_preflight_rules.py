@@ -349,3 +349,22 @@ def test_individual_mode_does_not_need_the_gate(metrics, observed):
     assert f["observed"] == observed
     assert f["required"] == "not needed (individual mode)"
     assert f["message"] == "DRAConsumableCapacity is not needed in individual mode (%s)" % observed
+
+
+# ------------------------------------------------------------------ node readiness
+
+
+def test_a_kubelet_that_reports_itself_not_ready_is_named_with_its_reason():
+    obj = node("n1")
+    obj["status"]["conditions"] = [{"type": "MemoryPressure", "status": "False"},
+                                   {"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                    "message": "container runtime network not ready"}]
+    assert n.is_ready(obj) is False
+    [f] = n.check_node_ready("n1", obj)
+    assert (f["check"], f["severity"], f["node"]) == ("node_ready", r.WARNING, "n1")
+    assert f["message"].startswith("node n1 is not Ready (Ready=False: KubeletNotReady, container runtime "
+                                   "network not ready): the driver cannot start")
+    obj["status"]["conditions"][1].update(status="True")
+    assert n.is_ready(obj) is True
+    # warning only: not a check `ignore` takes, nor one of the per-node errors skip_incompatible_nodes acts on
+    assert "node_ready" not in r.CHECKS and "node_ready" not in r.NODE_CHECKS
