@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 import os
 import re
 
@@ -111,17 +112,54 @@ def kubeconfig_secrets(kubeconfig):
     return found
 
 
+def may_hold_no_log_value(data, no_log_values):
+    """Whether ansible's ``remove_values(data, no_log_values)`` could change anything in ``data``.
+
+    False only when no value occurs in ``data``'s JSON text, raw or JSON-escaped: JSON escapes each
+    character on its own, so a value inside any string (or key) of ``data`` is always found there.
+    A value found across the text's punctuation is a false positive, which only costs the walk. At
+    1,000 nodes x 8 cells remove_values walks the topology fact for 0.28 s, even with no value to
+    hide; this check takes 0.03 s (bench/).
+    """
+    values = [str(v) for v in no_log_values or () if str(v)]
+    if not values:
+        return False
+    try:
+        text = json.dumps(data)
+    except (TypeError, ValueError):
+        return True
+    return any(v in text or json.dumps(v)[1:-1] in text for v in values)
+
+
 class RedactingModule(AnsibleModule):
     """AnsibleModule that hides a dict kubeconfig's secret fields, and nothing else of it.
 
     The values are registered while the parameters are loaded, so they are masked in Ansible's own
-    invocation log, in argument errors and in every result (``invocation`` included).
+    invocation log, in argument errors and in every result (``invocation`` included). A result's
+    ``ansible_facts`` that hold none of them (``may_hold_no_log_value``) skip remove_values' walk and
+    are put back where ansible-core writes the result (its ``_return_formatted`` and
+    ``_record_module_result``; without that hook the facts are walked as usual).
     """
+
+    _facts_as_they_are = None
 
     def _load_params(self):
         super(RedactingModule, self)._load_params()
         kubeconfig = (self.params or {}).get("kubeconfig")
         self.no_log_values.update(kubeconfig_secrets(kubeconfig))
+
+    def _return_formatted(self, kwargs):
+        facts = kwargs.get("ansible_facts")
+        if (facts and hasattr(AnsibleModule, "_record_module_result")
+                and not may_hold_no_log_value(facts, self.no_log_values)):
+            self._facts_as_they_are = facts
+            kwargs["ansible_facts"] = {}
+        super(RedactingModule, self)._return_formatted(kwargs)
+
+    def _record_module_result(self, o):
+        if self._facts_as_they_are is not None:
+            o["ansible_facts"] = self._facts_as_they_are
+        super(RedactingModule, self)._record_module_result(o)
 
 
 # ------------------------------------------------------------------ which cluster a client targets

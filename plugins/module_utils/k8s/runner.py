@@ -24,7 +24,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import kubeconfig_secrets
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import kubeconfig_secrets, may_hold_no_log_value
 
 COLLECTION = "kubevirtci.dra_cpu"
 # AnsibleK8SModule warns below this kubernetes client version (kubernetes.core 6.x)
@@ -121,9 +121,10 @@ def finish(result, params, no_log_values, warnings=None, deprecations=None):
         result["warnings"] = list(warnings)
     if deprecations:
         result["deprecations"] = list(deprecations)
-    preserved = dict((k, v) for k, v in result.items() if v is None or isinstance(v, bool))
-    result = remove_values(result, no_log_values)
-    result.update(preserved)
+    if may_hold_no_log_value(result, no_log_values):
+        preserved = dict((k, v) for k, v in result.items() if v is None or isinstance(v, bool))
+        result = remove_values(result, no_log_values)
+        result.update(preserved)
     return json.loads(json.dumps(result))
 
 

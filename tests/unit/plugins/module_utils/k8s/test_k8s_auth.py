@@ -131,3 +131,54 @@ def test_redacting_module_registers_the_secrets_while_loading_the_parameters():
     with patch_module_args({"kubeconfig": "/path/kubeconfig"}):
         module = RedactingModule(argument_spec=auth_argument_spec(AUTH_ARG_SPEC))
     assert "/path/kubeconfig" not in module.no_log_values
+
+
+def _exit_output(capsys, args, **result):
+    """What RedactingModule.exit_json really writes (ansible-core's own exit, no test double)."""
+    from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import patch_module_args
+    with patch_module_args(args):
+        module = RedactingModule(argument_spec=auth_argument_spec(AUTH_ARG_SPEC))
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            module.exit_json(**result)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_facts_without_a_secret_skip_the_walk_and_come_back_whole(capsys, monkeypatch):
+    from ansible.module_utils.common import parameters
+    walked = []
+    real = parameters.remove_values
+
+    def spy(value, no_log_strings):
+        walked.append(value)
+        return real(value, no_log_strings)
+    monkeypatch.setattr("ansible.module_utils.basic.remove_values", spy)
+    facts = {"dra_cpu_topology": {"nodes": {"node%02d" % i: {"cells": [{"id": 0, "devices": ["cpudevnuma000"],
+                                                                        "allocatable_cpus": 4}]}
+                                            for i in range(3)}}}
+    out = _exit_output(capsys, {"kubeconfig": DICT_KUBECONFIG}, ansible_facts=facts, msg="token %s" % TOKEN)
+    assert out["ansible_facts"] == facts
+    # the rest of the result is walked as before: the token in msg is masked
+    assert TOKEN not in json.dumps(out) and "********" in out["msg"]
+    # the result remove_values walked had no facts in it
+    results = [w for w in walked if isinstance(w, dict) and "msg" in w]
+    assert results and all(w["ansible_facts"] == {} for w in results), results
+
+
+def test_facts_that_hold_a_secret_are_masked_as_before(capsys):
+    facts = {"dra_cpu_topology": {"nodes": {"n1": {"note": "x%sy" % TOKEN}, "n2": {"note": 'q"%s' % "pa55word"}}}}
+    out = _exit_output(capsys, {"kubeconfig": DICT_KUBECONFIG}, ansible_facts=facts)
+    text = json.dumps(out)
+    assert TOKEN not in text and "pa55word" not in text
+    assert out["ansible_facts"]["dra_cpu_topology"]["nodes"]["n1"]["note"] == "x********y"
+
+
+def test_may_hold_no_log_value_finds_a_value_inside_any_string_or_key():
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import may_hold_no_log_value
+    assert may_hold_no_log_value({"a": ["x", {"b": 'pre-se"cr\\et-post'}]}, {'se"cr\\et'})
+    assert may_hold_no_log_value({"a": "n\u00e4me-\u00fcberkey"}, {"\u00fcberkey"})
+    assert may_hold_no_log_value({"hidden-in-key": 1}, {"in-key"})
+    assert not may_hold_no_log_value({"a": ["x", {"b": "public"}], "n": 3}, {"secret", ""})
+    assert not may_hold_no_log_value({"a": "anything"}, set())
+    # what JSON cannot write is walked as before
+    assert may_hold_no_log_value({"a": object()}, {"s"})
