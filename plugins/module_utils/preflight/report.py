@@ -79,11 +79,10 @@ def summary_lines(findings, checked_nodes=None, checked=True):
     """``preflight: N checks passed on <nodes> (E errors, W warnings)`` and the warning and error lines
     (``finding_line``), or ``NOT_RUN`` when the checks were off. The cluster is not on it: the role's
     release task names it (``cluster_line``) before it changes anything."""
-    head = []
     if not checked:
-        return head + [NOT_RUN]
+        return [NOT_RUN]
     count = dict((severity, sum(1 for f in findings if f["severity"] == severity)) for severity in (OK, ERROR, WARNING))
-    lines = head + ["preflight: %d checks passed on %s (%d errors, %d warnings)"
+    lines = ["preflight: %d checks passed on %s (%d errors, %d warnings)"
                     % (count[OK], _node_list(checked_nodes), count[ERROR], count[WARNING])]
     lines.extend(finding_line(f) for f in findings if f["severity"] in (ERROR, WARNING))
     return lines
