@@ -83,6 +83,6 @@ def summary_lines(findings, checked_nodes=None, checked=True):
         return [NOT_RUN]
     count = dict((severity, sum(1 for f in findings if f["severity"] == severity)) for severity in (OK, ERROR, WARNING))
     lines = ["preflight: %d checks passed on %s (%d errors, %d warnings)"
-                    % (count[OK], _node_list(checked_nodes), count[ERROR], count[WARNING])]
+             % (count[OK], _node_list(checked_nodes), count[ERROR], count[WARNING])]
     lines.extend(finding_line(f) for f in findings if f["severity"] in (ERROR, WARNING))
     return lines
