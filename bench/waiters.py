@@ -155,7 +155,9 @@ def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
         return Child(wid, ["bash", os.path.join(HERE, "rule2.sh")], env, REPO, workdir)
     if wid in ("module", "module_pods"):
         args = os.path.join(workdir, f"{wid}-args.json")
-        margs = {"kubeconfig": kubeconfig, "timeout": int(timeout), "wait": True}
+        # not_ready_nodes as the role passes it (preflight's list: every node Ready here), so the
+        # module does not list the Nodes again, as in the role's run
+        margs = {"kubeconfig": kubeconfig, "timeout": int(timeout), "wait": True, "not_ready_nodes": []}
         if wid == "module":
             margs["nodes"] = list(nodes)
         else:

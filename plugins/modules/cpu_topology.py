@@ -116,6 +116,17 @@ options:
         changed the release. V(0) fails at once.
     type: int
     default: 0
+  not_ready_nodes:
+    description:
+      - "The nodes whose C(Ready) condition is not C(True), as the caller read them (the role passes
+        the C(not_ready_nodes) result of M(kubevirtci.dra_cpu.preflight)). Their pools stay in the fact
+        (C(ready=false)) but count in none of the cluster-wide figures (C(max_vm_host_cpus),
+        C(max_node_host_cpus), C(largest_cell), C(smallest_cell), C(total_allocatable_cpus)): the scheduler
+        places no new pod on such a node. Unset, the module lists the Nodes once itself and reads their
+        C(Ready) conditions."
+    type: list
+    elements: str
+    version_added: 0.1.0
 seealso:
   - module: kubevirtci.dra_cpu.preflight
 """
@@ -173,17 +184,25 @@ ansible_facts:
             - Per node name, C(pool_generation), C(allocatable_cpus) (node total), C(cells) (a list of C(id) =
               NUMA id, socket id or 0 for machine, C(devices) the device names, C(allocatable_cpus), and in
               individual mode C(cpus), the cpuset of the cell's CPU ids), plus C(mode), C(group_by), C(pool),
-              C(slices) and C(smt_enabled).
+              C(slices), C(smt_enabled) and C(ready) (false when the node's C(Ready) condition is not C(True);
+              its pool is what the driver last published and counts in no cluster-wide figure).
           type: dict
           sample:
             node01:
               pool_generation: 1
+              ready: true
               allocatable_cpus: 10
               cells:
                 - {id: 0, devices: [cpudevnuma000], allocatable_cpus: 4}
                 - {id: 1, devices: [cpudevnuma001], allocatable_cpus: 6}
+        not_ready_nodes:
+          description: The nodes of C(nodes) that are not Ready (see O(not_ready_nodes)).
+          type: list
+          elements: str
+          sample: []
+          version_added: 0.1.0
         total_allocatable_cpus:
-          description: Sum over the nodes.
+          description: Sum over the Ready nodes.
           type: int
           sample: 10
         max_vm_host_cpus:

@@ -224,6 +224,15 @@ checked_nodes:
   type: list
   elements: str
   sample: [node01, node02]
+not_ready_nodes:
+  description:
+    - The checked nodes whose C(Ready) condition is not C(True) (each has a C(node_ready) warning); null with
+      O(checks=false). The role passes it to M(kubevirtci.dra_cpu.cpu_topology).
+  returned: always
+  type: list
+  elements: str
+  sample: []
+  version_added: 0.1.0
 excluded_nodes:
   description: Nodes the DaemonSet will not run on and why (node selector, taints).
   returned: always

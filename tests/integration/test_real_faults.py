@@ -225,7 +225,8 @@ def test_a_stopped_kubelet_makes_the_node_not_ready_and_the_role_still_reports_i
     and the fix; it does not ask the node's /configz (through the API server's node proxy it would
     be an HTTP 503 after the proxy's wait: the frozen kubelet never finishes the TLS handshake). helm
     sees nothing to change, and the topology step reports real01 from its stale, complete pool:
-    changed=0, rc 0, real01 with its 10 CPUs. The kubelet resumes (SIGCONT) and the node is Ready
+    changed=0, rc 0, real01 with its 10 CPUs, marked not Ready and counted in no figure (the largest
+    VM, the largest and smallest cells, the total come from the Ready nodes). The kubelet resumes (SIGCONT) and the node is Ready
     again within seconds."""
     core, _ = apis(rc)
     rc.cluster_py("stop-kubelet", NODE)
@@ -257,8 +258,16 @@ def test_a_stopped_kubelet_makes_the_node_not_ready_and_the_role_still_reports_i
         assert f"kubectl delete node {NODE}" in report, report
         # its /configz is not asked (the node proxy would answer 503 after its wait)
         assert "cpu_manager_policy" not in " ".join(line for line in preflight["report"] if NODE in line), report
+        # its stale pool stays in the fact and the table, marked, and counts in no figure: the
+        # scheduler places no new pod on a node tainted node.kubernetes.io/unreachable (NoSchedule)
         topo = r.fact("dra_cpu_topology")
-        assert topo["nodes"][NODE] == STATE["topology"]["nodes"][NODE], topo
+        assert topo["nodes"][NODE] == dict(STATE["topology"]["nodes"][NODE], ready=False), topo
+        assert topo["not_ready_nodes"] == [NODE], topo
+        others = [n for n in topo["nodes"] if n != NODE]
+        assert topo["total_allocatable_cpus"] == sum(topo["nodes"][n]["allocatable_cpus"] for n in others), topo
+        assert topo["largest_cell"]["node"] != NODE and topo["smallest_cell"]["node"] != NODE, topo
+        totals = [line for line in r.result("Report")["msg"] if line.startswith(NODE) and " total " in line]
+        assert len(totals) == 1 and totals[0].endswith(" (node not Ready: counted in no figure below)"), totals
         assert real_slices(rc)
     finally:
         rc.cluster_py("start-kubelet", NODE)

@@ -160,7 +160,8 @@ def check_node_ready(node, node_obj):
     return [finding(
         NODE_READY, WARNING,
         "node %s is not Ready (Ready=%s%s)%s: the driver cannot start or publish there and no pod "
-        "with a claim can start there; the CPU pool it published before stays listed"
+        "with a claim can start there; the pool it published before stays in the table, counted in no "
+        "figure"
         % (node, status, ": %s" % why if why else "", " since %s" % since if since else ""),
         node=node, observed="Ready=%s" % status, required="Ready=True",
         fix="start the node's kubelet again (its service status and logs on the node), or remove the "

@@ -111,6 +111,10 @@ def run_preflight(params, check_mode, source, get_client):
     # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
     result["cluster"] = describe_target(params, client.configuration.host)
     result["cluster"]["text"] = preflight_report.cluster_line(result["cluster"])
+    # the checked nodes whose Ready condition is not True (None: not asked): cpu_topology counts
+    # their pools in no figure without asking again
+    result["not_ready_nodes"] = (sorted(set(f["node"] for f in result["findings"] if f["check"] == rules.NODE_READY))
+                                 if params["checks"] else None)
     result["summary"] = preflight_report.summary_lines(result["findings"], result["checked_nodes"],
                                                        checked=params["checks"])
     if params["checks"] and not check_mode:

@@ -165,7 +165,8 @@ def node_topology(pool, driver=DEFAULT_DRIVER):
     """The topology of one complete pool.
 
     Returns ``{pool_generation, allocatable_cpus, cells, mode, group_by,
-    pool, slices, smt_enabled}``; each cell is ``{id, devices,
+    pool, slices, smt_enabled, ready}`` (``ready`` true: cluster_topology
+    sets it false for a node that is not Ready); each cell is ``{id, devices,
     allocatable_cpus}`` (individual mode adds ``cpus``, the cpuset of the
     cell's CPU ids when the driver publishes ``cpuID``).
     """
@@ -222,6 +223,7 @@ def node_topology(pool, driver=DEFAULT_DRIVER):
         "smt_enabled": smt,
         "allocatable_cpus": sum(c["allocatable_cpus"] for c in ordered),
         "cells": ordered,
+        "ready": True,
     }
 
 
@@ -240,11 +242,11 @@ def _common(values):
     return "mixed"
 
 
-def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
+def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None, not_ready=None):
     """Build the ``dra_cpu_topology`` facts from ResourceSlices.
 
     Only nodes with a complete pool are included; ``nodes`` (optional)
-    restricts the result to those node names.
+    restricts the result to those node names; ``not_ready`` as in ``cluster_topology``.
     """
     by_node = pools_by_node(group_pools(slices, driver))
     wanted = set(nodes) if nodes is not None else None
@@ -256,15 +258,26 @@ def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
         if not pool["complete"]:
             continue
         node_facts[node] = node_topology(pool, driver)
-    return cluster_topology(node_facts, driver)
+    return cluster_topology(node_facts, driver, not_ready)
 
 
-def cluster_topology(node_facts, driver=DEFAULT_DRIVER):
-    """The ``dra_cpu_topology`` facts from the per-node topologies (``{node: node_topology()}``)."""
+def cluster_topology(node_facts, driver=DEFAULT_DRIVER, not_ready=None):
+    """The ``dra_cpu_topology`` facts from the per-node topologies (``{node: node_topology()}``).
+
+    ``not_ready`` names the nodes whose ``Ready`` condition is not ``True``: their pools stay in
+    ``nodes`` (what the driver last published, ``ready: false``) but count in none of the
+    cluster-wide figures, as the scheduler places no new pod there (the node lifecycle controller
+    taints it ``node.kubernetes.io/unreachable`` or ``not-ready``, NoSchedule).
+    """
+    down = set(not_ready or ())
+    node_facts = dict((name, dict(facts, ready=False) if name in down else facts)
+                      for name, facts in node_facts.items())
     largest = smallest = None
     in_one_cell = on_one_node = 0
     for node in sorted(node_facts):
         facts = node_facts[node]
+        if not facts["ready"]:
+            continue
         claims = largest_claims([c["allocatable_cpus"] for c in facts["cells"]], facts["allocatable_cpus"],
                                 facts["mode"] == INDIVIDUAL)
         in_one_cell, on_one_node = max(in_one_cell, claims[0]), max(on_one_node, claims[1])
@@ -284,7 +297,8 @@ def cluster_topology(node_facts, driver=DEFAULT_DRIVER):
         "mode": _common(n["mode"] for n in node_facts.values()),
         "group_by": _common(n["group_by"] for n in node_facts.values()),
         "nodes": node_facts,
-        "total_allocatable_cpus": sum(n["allocatable_cpus"] for n in node_facts.values()),
+        "not_ready_nodes": sorted(n for n in node_facts if n in down),
+        "total_allocatable_cpus": sum(n["allocatable_cpus"] for n in node_facts.values() if n["ready"]),
         "max_vm_host_cpus": in_one_cell,
         "max_node_host_cpus": on_one_node,
         "claim_device_limit": CLAIM_DEVICE_LIMIT,

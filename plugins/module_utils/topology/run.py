@@ -23,6 +23,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
@@ -55,6 +56,7 @@ def argument_spec():
         report_dir=dict(type="path", default=""),
         record_failure=dict(type="str", default=""),
         sizing_grace=dict(type="int", default=0),
+        not_ready_nodes=dict(type="list", elements="str"),
     )
     spec.update(auth_argument_spec(AUTH_ARG_SPEC))
     return spec
@@ -176,10 +178,10 @@ def _wait(api, params, reserved, selectors, problem, clock, sleep):
             if waited.get("last_error"):
                 message += "\nlast API error: %s" % waited["last_error"]
             # the nodes that did complete are reported all the same (returned as ``topology``)
-            result["topology"] = _facts(waited, params["driver"])
+            result["topology"] = _facts(api, waited, params)
             return result, message
 
-    facts = _facts(waited, params["driver"])
+    facts = _facts(api, waited, params)
     result["ansible_facts"] = {"dra_cpu_topology": facts}
     result["summary"] = render_table(facts)
     # the role's report: the table; not waited for (check mode) with nodes missing or no node at all:
@@ -201,9 +203,24 @@ def _wait(api, params, reserved, selectors, problem, clock, sleep):
     return result, None
 
 
-def _facts(waited, driver):
+def not_ready_nodes(api, params, names):
+    """The nodes among ``names`` whose ``Ready`` condition is not ``True``: the role passes what its
+    preflight read (``not_ready_nodes``); without it one list of the Nodes tells."""
+    names = set(names)
+    given = params.get("not_ready_nodes")
+    if given is not None:
+        return sorted(names.intersection(given))
+    if not names:
+        return []
+    return sorted(node_name(obj) for obj in api.list_nodes() if node_name(obj) in names and not is_ready(obj))
+
+
+def _facts(api, waited, params):
     """The topology of the targets that completed: their node topologies were built by the waiter
     as each pool completed, so only the cluster-wide part is left to do here."""
+    driver = params["driver"]
     if waited["targets"]:
-        return topo.cluster_topology(waited["node_facts"], driver)
-    return topo.build_topology(waited["slices"], driver)
+        down = not_ready_nodes(api, params, waited["node_facts"])
+        return topo.cluster_topology(waited["node_facts"], driver, down)
+    nodes = topo.build_topology(waited["slices"], driver)["nodes"]
+    return topo.cluster_topology(nodes, driver, not_ready_nodes(api, params, nodes))

@@ -25,6 +25,8 @@ EMPTY = "(no CPUs published)"
 # rows for at most this many nodes (the fact has them all): 1,000 nodes x 8 cells would be 9,000
 # lines, 0.4 MB of result that Ansible scrubs, sends and prints
 MAX_NODES = 50
+# after the total of a node whose Ready condition is not True (fact.py counts it nowhere else)
+NOT_READY = " (node not Ready: counted in no figure below)"
 # what one grouped-mode device spans, per group_by
 _DEVICE_SPAN = {NUMANODE: "one NUMA cell", SOCKET: "one socket", MACHINE: "the machine"}
 
@@ -67,8 +69,8 @@ def not_published_line(pending_nodes, timeout):
 
 
 def render_table(topology):
-    """Node, cell, devices, allocatable CPUs; a total per node; the largest VM (sizing_lines) and, for
-    more than one node, the largest and smallest cells.
+    """Node, cell, devices, allocatable CPUs; a total per node (marked when the node is not Ready); the
+    largest VM (sizing_lines) and, for more than one node, the largest and smallest cells.
 
     Returns a list of lines; a topology without nodes gives ``[EMPTY]``. Past ``MAX_NODES`` nodes,
     one line says how many more there are instead of their rows.
@@ -85,7 +87,8 @@ def render_table(topology):
             lines.append("%-*s  %4s  %-*s  %s" % (width, name, cell["id"], DEVICES_WIDTH,
                                                   _devices(cell.get("devices") or []),
                                                   cell["allocatable_cpus"]))
-        lines.append("%-*s  total   %*s%s" % (width, name, DEVICES_WIDTH, "", node.get("allocatable_cpus", "?")))
+        lines.append("%-*s  total   %*s%s%s" % (width, name, DEVICES_WIDTH, "", node.get("allocatable_cpus", "?"),
+                                              "" if node.get("ready", True) else NOT_READY))
     if len(names) > MAX_NODES:
         lines.append("... and %d more node(s), %s to %s: their cells are in the dra_cpu_topology fact"
                      % (len(names) - MAX_NODES, names[MAX_NODES], names[-1]))

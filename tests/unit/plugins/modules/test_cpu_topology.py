@@ -14,11 +14,13 @@ from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_clus
     FakeCluster,
     HTTPError,
     Response,
+    node as fake_node,
     pod,
     run_module,
 )
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+NODES = "/api/v1/nodes"
 PODS = "/api/v1/namespaces/dra-driver-cpu/pods"
 
 
@@ -29,8 +31,10 @@ def listing(items, rv="100"):
 def test_complete_at_list_time_sets_facts():
     cluster = FakeCluster({PODS: {"items": [pod("drv-a", "node-a")]},
                            SLICES: listing(load_slices("reference_grouped_numanode.yaml"))})
+    # the role passes preflight's not-Ready nodes: no Node is read again
     result, failed = run_module(cpu_topology, {"expected_cpus_per_node": 12, "expected_cells_per_node": 2,
-                                               "reserved_cpus": "0-1", "min_cell_cpus": 6}, cluster)
+                                               "reserved_cpus": "0-1", "min_cell_cpus": 6,
+                                               "not_ready_nodes": []}, cluster)
     assert failed is False, result.get("msg")
     facts = result["ansible_facts"]["dra_cpu_topology"]
     assert facts["nodes"]["node-a"]["cells"] == [
@@ -55,7 +59,8 @@ def test_watch_completes_pool_one_list_one_watch():
     facts = result["ansible_facts"]["dra_cpu_topology"]
     assert facts["mode"] == "individual"
     assert [c["allocatable_cpus"] for c in facts["nodes"]["node01"]["cells"]] == [78, 80]
-    assert cluster.paths() == [PODS, SLICES, SLICES]
+    # without not_ready_nodes the Nodes are listed once, after the pool completed
+    assert cluster.paths() == [PODS, SLICES, SLICES, NODES]
     assert cluster.calls[2][1]["watch"] == "true"
     assert cluster.calls[2][1]["resourceVersion"] == "100"
 
@@ -65,7 +70,7 @@ def test_explicit_nodes_skip_pod_lookup():
     result, failed = run_module(cpu_topology, {"nodes": ["node02"]}, cluster)
     assert failed is False
     assert list(result["ansible_facts"]["dra_cpu_topology"]["nodes"]) == ["node02"]
-    assert cluster.paths() == [SLICES]
+    assert cluster.paths() == [SLICES, NODES]
 
 
 def test_sizing_mismatch_fails_with_numbers():
@@ -162,3 +167,49 @@ def test_bad_options():
     assert result["msg"] == ("reserved_cpus: 'a' is not a valid cpuset ('a' is not a CPU id or a range a-b); "
                              "timeout: 0 is not positive; expected_cpus_per_node: 13 cannot be split evenly over "
                              "2 cells (expected_cells_per_node)")
+
+
+def two_nodes_one_down(ready_b="Unknown"):
+    a = load_slices("reference_grouped_numanode.yaml")
+    b = copy.deepcopy(a)
+    for obj in b:
+        obj["metadata"]["name"] = obj["metadata"]["name"].replace("node-a", "node-b")
+        obj["metadata"]["uid"] = obj["metadata"].get("uid", "") + "-b"
+        obj["spec"]["nodeName"] = "node-b"
+        obj["spec"]["pool"]["name"] = "node-b"
+    # node-b's pool is larger: the figures would come from it, were it counted
+    b[0]["spec"]["devices"][1]["capacity"]["dra.cpu/cpu"]["value"] = "9"
+    return FakeCluster({PODS: {"items": [pod("drv-a", "node-a"), pod("drv-b", "node-b")]},
+                        SLICES: listing(a + b),
+                        NODES: {"items": [fake_node("node-a"), fake_node("node-b", ready=ready_b)]}})
+
+
+def test_a_not_ready_node_keeps_its_pool_but_counts_in_no_figure():
+    # the scheduler places no new pod on a node whose Ready condition is not True (the node lifecycle
+    # controller taints it node.kubernetes.io/unreachable:NoSchedule); its pool stays, as the kubelet
+    # that would delete it does not report
+    cluster = two_nodes_one_down()
+    result, failed = run_module(cpu_topology, {}, cluster)
+    assert failed is False, result.get("msg")
+    facts = result["ansible_facts"]["dra_cpu_topology"]
+    assert facts["not_ready_nodes"] == ["node-b"]
+    assert facts["nodes"]["node-b"]["ready"] is False and facts["nodes"]["node-a"]["ready"] is True
+    assert facts["nodes"]["node-b"]["allocatable_cpus"] == 13
+    assert facts["max_vm_host_cpus"] == 6 and facts["total_allocatable_cpus"] == 10
+    assert facts["largest_cell"] == {"node": "node-a", "id": 1, "allocatable_cpus": 6}
+    assert result["summary"][6] == "node-b  total                       13 (node not Ready: counted in no figure below)"
+    assert result["summary"][7] == "largest VM that fits: 6 host CPUs, all from one device (one NUMA cell)"
+    assert cluster.paths().count(NODES) == 1
+
+
+def test_not_ready_nodes_given_are_not_read_again():
+    cluster = two_nodes_one_down(ready_b="True")
+    result, failed = run_module(cpu_topology, {"not_ready_nodes": ["node-b", "node-z"]}, cluster)
+    assert failed is False, result.get("msg")
+    facts = result["ansible_facts"]["dra_cpu_topology"]
+    assert facts["not_ready_nodes"] == ["node-b"] and facts["max_vm_host_cpus"] == 6
+    assert NODES not in cluster.paths()
+    # all Ready: node-b's 9-CPU cell is the largest VM
+    result, failed = run_module(cpu_topology, {}, two_nodes_one_down(ready_b="True"))
+    facts = result["ansible_facts"]["dra_cpu_topology"]
+    assert facts["not_ready_nodes"] == [] and facts["max_vm_host_cpus"] == 9 and facts["total_allocatable_cpus"] == 23

@@ -122,10 +122,13 @@ def test_a_node_that_is_not_ready_is_a_warning_and_its_configz_is_not_read():
     assert warn["severity"] == "warning" and warn["observed"] == "Ready=Unknown" and warn["required"] == "Ready=True"
     assert warn["message"] == ("node node02 is not Ready (Ready=Unknown: NodeStatusUnknown, Kubelet stopped posting "
                                "node status.) since 2026-12-02T06:00:00Z: the driver cannot start or publish there "
-                               "and no pod with a claim can start there; the CPU pool it published before stays listed")
+                               "and no pod with a claim can start there; the pool it published before stays "
+                               "in the table, counted in no figure")
     assert "kubectl delete node node02" in warn["fix"]
     assert by_check(result, "cpu_manager_policy", "node02") == [] and by_check(result, "node_ready", "node01") == []
     assert "/api/v1/nodes/node02/proxy/configz" not in cluster.paths()
+    # cpu_topology gets them from the role: their stale pools count in no figure
+    assert result["not_ready_nodes"] == ["node02"]
     assert cluster.timeouts["/api/v1/nodes/node01/proxy/configz"] == 15
     assert result["checked_nodes"] == ["node01", "node02"]
     assert any(line.startswith("[WARNING] node_ready on node02: node node02 is not Ready") for line in result["summary"])

@@ -54,8 +54,10 @@ def test_checks_off_reads_only_the_cluster_and_what_is_installed():
     assert got["installed"]["readable"] is True
     assert got["installed"]["release"]["status"] == "deployed" and got["installed"]["release"]["revision"] == 2
     assert got["node_affinity"] == {} and got["skipped_nodes"] == [] and got["server_version"] == "v1.36.3"
-    # no node, /metrics, /apis or /configz read
+    # no node, /metrics, /apis or /configz read; so which nodes are Ready is not known (cpu_topology
+    # then reads it itself)
     assert cluster.paths() == ["/version", NS, NS + "/secrets"]
+    assert got["not_ready_nodes"] is None
 
 
 def test_checks_off_without_a_namespace_and_in_check_mode_writes_no_report(tmp_path):
