@@ -87,8 +87,8 @@ def render_table(topology):
             lines.append("%-*s  %4s  %-*s  %s" % (width, name, cell["id"], DEVICES_WIDTH,
                                                   _devices(cell.get("devices") or []),
                                                   cell["allocatable_cpus"]))
-        lines.append("%-*s  total   %*s%s%s" % (width, name, DEVICES_WIDTH, "", node.get("allocatable_cpus", "?"),
-                                              "" if node.get("ready", True) else NOT_READY))
+        mark = "" if node.get("ready", True) else NOT_READY
+        lines.append("%-*s  total   %*s%s%s" % (width, name, DEVICES_WIDTH, "", node.get("allocatable_cpus", "?"), mark))
     if len(names) > MAX_NODES:
         lines.append("... and %d more node(s), %s to %s: their cells are in the dra_cpu_topology fact"
                      % (len(names) - MAX_NODES, names[MAX_NODES], names[-1]))
