@@ -2,7 +2,8 @@
 
 Owns: the pause image (registry.k8s.io/pause:<tag> through the mirror) and the driver images, the
 project's simulated dra-driver-cpu (tests/cluster/driver, a real kubelet plugin), under every name
-the fixture charts use by default, so unmodified charts pull them through containerd's mirror:
+the fixture charts use by default (read from their values.yaml and Chart.yaml), so unmodified charts
+pull them through containerd's mirror:
   registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0 (and :v0.2.0)            -> chart 0.3.0's default
   us-central1-docker.pkg.dev/k8s-staging-images/dra-driver-cpu/dra-driver-cpu:v0.2.0 -> chart 0.2.0's default
 A mirror request keeps the repository path and drops the registry host (`?ns=<host>`), so each is
@@ -15,17 +16,45 @@ Must not: build binaries (build.sh) or touch the nodes.
 import os
 import tarfile
 
-from cluster_state import p, run
+import yaml
+
+from cluster_state import CHARTS_DIR, p, run
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 # the same image under the role's default dra_cpu_verify_image (playbooks/verify.yml's test pod)
 PAUSE_TAGS = ["3.10.1", "3.10"]
 HOST_ROOT = "/var/lib/kubelet/plugins/dracpu-host"
-DRIVER_IMAGES = [   # (repository path behind the mirror, tag, flavour)
-    ("dra-driver-cpu/dra-driver-cpu", "v0.3.0", "main"),
-    ("dra-driver-cpu/dra-driver-cpu", "v0.2.0", "v0.2"),
-    ("k8s-staging-images/dra-driver-cpu/dra-driver-cpu", "v0.2.0", "v0.2"),
-]
+# besides each fixture chart's default (driver_images): the 0.2.0 release under its final name, for
+# a 0.3.0 chart pointed at tag v0.2.0 (repository path behind the mirror, tag, flavour)
+EXTRA_DRIVER_IMAGES = [("dra-driver-cpu/dra-driver-cpu", "v0.2.0", "v0.2")]
+
+
+def flavor_of(chart_version):
+    """Which release's flags and config.yaml the driver accepts: v0.2 for a 0.2.x chart, else main."""
+    return "v0.2" if str(chart_version).startswith("0.2.") else "main"
+
+
+def driver_images(charts_dir=CHARTS_DIR):
+    """(repository path behind the mirror, tag, flavour) of each fixture chart's default image, read
+    from its values.yaml (image.repository, image.tag, else Chart.yaml's appVersion), then
+    EXTRA_DRIVER_IMAGES: the charts say which names the nodes pull, not a list kept by hand."""
+    images = []
+    for version in sorted(os.listdir(charts_dir)):
+        with open(os.path.join(charts_dir, version, "Chart.yaml")) as f:
+            chart = yaml.safe_load(f)
+        with open(os.path.join(charts_dir, version, "values.yaml")) as f:
+            image = (yaml.safe_load(f) or {}).get("image") or {}
+        repository = str(image["repository"])
+        host, _, path = repository.partition("/")
+        if "." not in host and ":" not in host and host != "localhost":
+            path = repository   # no registry host: Docker Hub's library path, as containerd names it
+        entry = (path, str(image.get("tag") or chart["appVersion"]), flavor_of(chart["version"]))
+        if entry not in images:
+            images.append(entry)
+    return images + [e for e in EXTRA_DRIVER_IMAGES if e not in images]
+
+
+DRIVER_IMAGES = driver_images()
 
 
 def _one_file_layer(src, arcname, layer):
