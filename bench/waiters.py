@@ -173,10 +173,38 @@ def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
         env["PATH"] = VENV_BIN + os.pathsep + env.get("PATH", "")
         env["ANSIBLE_LOCAL_TEMP"] = os.path.join(workdir, "ansible-tmp")
         env["ANSIBLE_PYTHON_INTERPRETER"] = os.path.join(VENV_BIN, "python")
-        env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
+        # the default callback, as a user runs it (no 4 MB JSON document of the whole run written at
+        # the end); its json result format keeps the stats line and a failure's result on one line each
+        env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.builtin.default"
+        env["ANSIBLE_CALLBACK_RESULT_FORMAT"] = "json"
         return Child(wid, [os.path.join(VENV_BIN, "ansible-playbook"), PLAYBOOK, "-e", "@" + vars_path],
                      env, REPO, workdir)
     raise ValueError(wid)
+
+
+STATS_MARK = "BENCH_WAIT_STATS "
+FAILED_MARK = "FAILED! => "
+
+
+def playbook_outcome(out):
+    """From the default callback's output of bench/wait_topology.yml: ``wait_stats`` (its last task
+    prints them after the STATS_MARK) and, when a task failed, ``failed`` and its ``msg`` (the
+    callback prints a failed result as one JSON object after FAILED_MARK)."""
+    task = {}
+    for line in out.splitlines():
+        if FAILED_MARK in line:
+            try:
+                failed, _ = json.JSONDecoder().raw_decode(line[line.index(FAILED_MARK) + len(FAILED_MARK):])
+            except ValueError:
+                failed = {"msg": line}
+            task.update(failed=True, msg=failed.get("msg", ""))
+        elif STATS_MARK in line and '"msg": ' in line:
+            try:
+                text = json.loads(line[line.index('"msg": ') + len('"msg": '):].rstrip().rstrip(","))
+                task["wait_stats"] = json.loads(text[text.index(STATS_MARK) + len(STATS_MARK):])
+            except ValueError:
+                pass
+    return task
 
 
 def outcome(child, special_node=None):
@@ -192,15 +220,9 @@ def outcome(child, special_node=None):
         res["msg"] = str(data.get("msg", ""))[:2000]
         res["stats"] = data.get("wait_stats")
     elif child.wid == "playbook":
-        try:
-            data = json.loads(out[out.index("{"):])
-            tasks = data["plays"][0]["tasks"]
-            waits = [t for t in tasks if t["task"]["name"].startswith("Wait until every driver node")]
-            task = (waits or tasks)[0]["hosts"]["localhost"]
-        except (ValueError, KeyError, IndexError):
-            task = {"failed": True, "msg": f"no JSON from ansible-playbook: {out[-300:]} {err[-300:]}"}
+        task = playbook_outcome(out)
         res["ready"] = child.rc == 0 and not task.get("failed")
-        res["msg"] = str(task.get("msg", ""))[:2000]
+        res["msg"] = str(task.get("msg") or f"{out[-300:]} {err[-300:]}")[:2000]
         res["stats"] = task.get("wait_stats")
     else:
         res["msg"] = (out + err).strip()[-300:]
