@@ -182,3 +182,57 @@ def test_may_hold_no_log_value_finds_a_value_inside_any_string_or_key():
     assert not may_hold_no_log_value({"a": "anything"}, set())
     # what JSON cannot write is walked as before
     assert may_hold_no_log_value({"a": object()}, {"s"})
+
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _exit_text(capsys, monkeypatch, profile, **result):
+    """The text RedactingModule.exit_json prints, and what ansible-core's own module encoder of the
+    profile writes for the same result."""
+    from ansible.module_utils import basic
+    from ansible.module_utils.common import json as common_json
+    from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import patch_module_args
+    encoder = common_json.get_module_encoder(profile, common_json.Direction.MODULE_TO_CONTROLLER)
+    written = []
+    real = basic.AnsibleModule._record_module_result
+
+    def spy(self, o):
+        written.append(json.dumps(o, cls=encoder))
+        return real(self, o)
+    monkeypatch.setattr(basic.AnsibleModule, "_record_module_result", spy)
+    with patch_module_args({"kubeconfig": "/k"}):
+        monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", profile)
+        module = RedactingModule(argument_spec=auth_argument_spec(AUTH_ARG_SPEC))
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            module.exit_json(**result)
+    return capsys.readouterr().out, written
+
+
+def test_a_plain_result_is_written_as_the_legacy_encoder_writes_it(capsys, monkeypatch):
+    if not hasattr(AnsibleModule, "_record_module_result"):
+        pytest.skip("ansible-core < 2.19 has no _record_module_result hook: its own encoder writes every result")
+    facts = {"dra_cpu_topology": {"nodes": {"n\u00e4": {"cells": [{"id": 0, "devices": ("cpudevnuma000",)}]}},
+                                  "ratio": 1.5, "none": None, 7: "int key"}}
+    out, written = _exit_text(capsys, monkeypatch, "legacy", ansible_facts=facts, msg="ok")
+    # the plain path: ansible-core's writer was not called, the text is what its encoder would write
+    assert written == []
+    sent = json.loads(out)
+    from ansible.module_utils.common import json as common_json
+    encoder = common_json.get_module_encoder("legacy", common_json.Direction.MODULE_TO_CONTROLLER)
+    assert out == "\n%s\n" % json.dumps(sent, cls=encoder)
+    assert sent["ansible_facts"]["dra_cpu_topology"]["nodes"]["n\u00e4"]["cells"][0]["devices"] == ["cpudevnuma000"]
+    assert sent["ansible_facts"]["dra_cpu_topology"]["7"] == "int key"
+
+
+def test_what_json_cannot_write_goes_to_ansible_cores_encoder(capsys, monkeypatch):
+    import datetime
+    if not hasattr(AnsibleModule, "_record_module_result"):
+        pytest.skip("ansible-core < 2.19 has no _record_module_result hook: its own encoder writes every result")
+    out, written = _exit_text(capsys, monkeypatch, "legacy", when=datetime.date(2026, 12, 2), ids={3, 1})
+    assert len(written) == 1 and out == "\n%s\n" % written[0]
+    assert json.loads(out)["when"] == "2026-12-02" and sorted(json.loads(out)["ids"]) == [1, 3]
+    # any other wire format (the modern one carries tags) is always ansible-core's
+    out, written = _exit_text(capsys, monkeypatch, "modern", msg="plain")
+    assert len(written) == 1 and json.loads(out)["msg"] == "plain"
