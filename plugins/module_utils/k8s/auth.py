@@ -23,6 +23,7 @@ import copy
 import json
 import os
 import re
+import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -164,7 +165,8 @@ class RedactingModule(AnsibleModule):
         if text is None:
             super(RedactingModule, self)._record_module_result(o)
         else:
-            print("\n%s" % text)
+            # what ansible-core's hook prints: a newline, the JSON, a newline
+            sys.stdout.write("\n%s\n" % text)
 
 
 # the wire format ansible-core's controller asks of a collection's module: its encoder (bytes to
