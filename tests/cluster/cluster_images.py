@@ -14,30 +14,31 @@ node's fake sysfs, inside the kubelet plugins directory every chart mounts; clus
 Must not: build binaries (build.sh) or touch the nodes.
 """
 import os
+import sys
 import tarfile
 
 import yaml
 
 from cluster_state import CHARTS_DIR, p, run
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sim"))
+from sim_config import image_flavor  # noqa: E402  (the simulator's rule: flavour by image tag)
+
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 # the same image under the role's default dra_cpu_verify_image (playbooks/verify.yml's test pod)
 PAUSE_TAGS = ["3.10.1", "3.10"]
 HOST_ROOT = "/var/lib/kubelet/plugins/dracpu-host"
 # besides each fixture chart's default (driver_images): the 0.2.0 release under its final name, for
-# a 0.3.0 chart pointed at tag v0.2.0 (repository path behind the mirror, tag, flavour)
-EXTRA_DRIVER_IMAGES = [("dra-driver-cpu/dra-driver-cpu", "v0.2.0", "v0.2")]
-
-
-def flavor_of(chart_version):
-    """Which release's flags and config.yaml the driver accepts: v0.2 for a 0.2.x chart, else main."""
-    return "v0.2" if str(chart_version).startswith("0.2.") else "main"
+# a 0.3.0 chart pointed at tag v0.2.0 (repository path behind the mirror, tag)
+EXTRA_DRIVER_IMAGES = [("dra-driver-cpu/dra-driver-cpu", "v0.2.0")]
 
 
 def driver_images(charts_dir=CHARTS_DIR):
     """(repository path behind the mirror, tag, flavour) of each fixture chart's default image, read
     from its values.yaml (image.repository, image.tag, else Chart.yaml's appVersion), then
-    EXTRA_DRIVER_IMAGES: the charts say which names the nodes pull, not a list kept by hand."""
+    EXTRA_DRIVER_IMAGES: the charts say which names the nodes pull, not a list kept by hand. The
+    flavour (which release's flags and config.yaml the driver accepts) is the simulator's rule by
+    image tag, sim_config.image_flavor."""
     images = []
     for version in sorted(os.listdir(charts_dir)):
         with open(os.path.join(charts_dir, version, "Chart.yaml")) as f:
@@ -48,13 +49,11 @@ def driver_images(charts_dir=CHARTS_DIR):
         host, _, path = repository.partition("/")
         if "." not in host and ":" not in host and host != "localhost":
             path = repository   # no registry host: Docker Hub's library path, as containerd names it
-        entry = (path, str(image.get("tag") or chart["appVersion"]), flavor_of(chart["version"]))
+        entry = (path, str(image.get("tag") or chart["appVersion"]))
         if entry not in images:
             images.append(entry)
-    return images + [e for e in EXTRA_DRIVER_IMAGES if e not in images]
-
-
-DRIVER_IMAGES = driver_images()
+    images += [e for e in EXTRA_DRIVER_IMAGES if e not in images]
+    return [(path, tag, image_flavor("%s:%s" % (path, tag))) for path, tag in images]
 
 
 def _one_file_layer(src, arcname, layer):
@@ -82,11 +81,11 @@ def push_pause(dirs, registry):
 
 
 def push_driver(dirs, registry):
-    """The driver image under each DRIVER_IMAGES name; returns the references pushed."""
+    """The driver image under each driver_images() name; returns the references pushed."""
     layer = _one_file_layer(os.path.join(dirs["driver"], "dracpu"), "dracpu", p("real-nodes", "driver-layer.tar"))
     crane = os.path.join(dirs["crane"], "crane")
     refs = []
-    for path, tag, flavor in DRIVER_IMAGES:
+    for path, tag, flavor in driver_images():
         ref = f"{registry}/{path}:{tag}"
         _push(crane, layer, ref, f"--env=DRACPU_FLAVOR={flavor}", f"--env=HOST_ROOT={HOST_ROOT}")
         refs.append(ref)

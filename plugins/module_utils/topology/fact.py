@@ -242,23 +242,22 @@ def _common(values):
     return "mixed"
 
 
-def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None, not_ready=None):
+def complete_node_topologies(slices, driver=DEFAULT_DRIVER, nodes=None):
+    """``{node: node_topology()}`` of the nodes with a complete pool; ``nodes`` (optional) restricts
+    it to those node names."""
+    by_node = pools_by_node(group_pools(slices, driver))
+    wanted = set(nodes) if nodes is not None else None
+    return dict((node, node_topology(by_node[node], driver)) for node in sorted(by_node)
+                if (wanted is None or node in wanted) and by_node[node]["complete"])
+
+
+def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
     """Build the ``dra_cpu_topology`` facts from ResourceSlices.
 
     Only nodes with a complete pool are included; ``nodes`` (optional)
-    restricts the result to those node names; ``not_ready`` as in ``cluster_topology``.
+    restricts the result to those node names.
     """
-    by_node = pools_by_node(group_pools(slices, driver))
-    wanted = set(nodes) if nodes is not None else None
-    node_facts = {}
-    for node in sorted(by_node):
-        if wanted is not None and node not in wanted:
-            continue
-        pool = by_node[node]
-        if not pool["complete"]:
-            continue
-        node_facts[node] = node_topology(pool, driver)
-    return cluster_topology(node_facts, driver, not_ready)
+    return cluster_topology(complete_node_topologies(slices, driver, nodes), driver)
 
 
 def cluster_topology(node_facts, driver=DEFAULT_DRIVER, not_ready=None):

@@ -222,5 +222,5 @@ def _facts(api, waited, params):
     if waited["targets"]:
         down = not_ready_nodes(api, params, waited["node_facts"])
         return topo.cluster_topology(waited["node_facts"], driver, down)
-    nodes = topo.build_topology(waited["slices"], driver)["nodes"]
+    nodes = topo.complete_node_topologies(waited["slices"], driver)
     return topo.cluster_topology(nodes, driver, not_ready_nodes(api, params, nodes))

@@ -22,7 +22,7 @@ def chart(tmp_path, version, repository, tag="", app_version=None):
 
 
 def test_each_fixture_charts_default_image_is_pushed_under_its_path():
-    assert cluster_images.DRIVER_IMAGES == [
+    assert cluster_images.driver_images() == [
         ("k8s-staging-images/dra-driver-cpu/dra-driver-cpu", "v0.2.0", "v0.2"),   # chart 0.2.0's default
         ("dra-driver-cpu/dra-driver-cpu", "v0.3.0", "main"),                       # chart 0.3.0's default
         ("dra-driver-cpu/dra-driver-cpu", "v0.2.0", "v0.2"),                       # the extra name
@@ -37,4 +37,4 @@ def test_a_new_chart_brings_its_own_name_tag_and_flavour(tmp_path):
     assert got[:3] == [("dra/driver", "v0.2.1-rc1", "v0.2"),
                        ("dra-driver-cpu/dra-driver-cpu", "v0.4.0", "main"),
                        ("dracpu/driver", "v0.5.0", "main")]
-    assert got[3:] == cluster_images.EXTRA_DRIVER_IMAGES
+    assert got[3:] == [(path, tag, "v0.2") for path, tag in cluster_images.EXTRA_DRIVER_IMAGES]
