@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Action plugin for kubevirtci.dra_cpu.release: the role's release stage in one task.
+"""Action plugin for kubevirtci.dra_cpu.release: the role's release stage in one task, install or
+upgrade (``state: present``) or uninstall (``state: absent``: plugin_utils/uninstall.py).
 
 The decision is ``module_utils/release/plan.py`` (pure), made here in the controller's worker from
 what preflight read already (namespace, release status, chart version, values digest). Only what
@@ -27,6 +28,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed as inst
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import plan as release_plan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.spec import HELM_AUTH_OPTIONS, argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.uninstall import UninstallSteps
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -107,13 +109,17 @@ def label_report(labels, params):
     return " and ".join(words + other) or "no labels"
 
 
-class ActionModule(ActionBase):
+class ActionModule(UninstallSteps, ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
 
     def _module(self, name, args, task_vars):
         self._started.append(name)
         return self._execute_module(module_name=name, module_args=args, task_vars=task_vars)
+
+    @staticmethod
+    def _fail(msg):
+        raise StageFailed(msg)
 
     def _checked(self, name, args, task_vars, what):
         result = self._module(name, args, task_vars)
@@ -151,6 +157,10 @@ class ActionModule(ActionBase):
         if helm.get("path"):
             helm_auth["binary_path"] = helm["path"]
         helm_missing = bool(helm.get("missing"))
+        if p["state"] == "absent":
+            return self._done(self._uninstall(p, auth, helm_auth, task_vars))
+        if not p["chart_ref"] or not p["chart"]:
+            raise StageFailed("state=present needs chart_ref and chart (the chart stage's result)")
         name, ns, chart = p["release_name"], p["namespace"], p["chart"] or {}
         installed = p["installed"] if (p["installed"] or {}).get("readable") else {}
 

@@ -36,3 +36,11 @@ class ActionModule(LocalFirstAction):
 
     def run_local(self, args, task_vars):
         return run_local(args)
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        if result.get("skipped"):
+            # the gate is off: the one line of the run that says why nothing happens is shown
+            # without -v (as ansible.builtin.debug's are)
+            result["_ansible_verbose_always"] = True
+        return result

@@ -315,6 +315,14 @@ installed:
               release action compares it with the digest of the values it would give helm.
           type: str
           returned: when there is a release
+    other_releases:
+      description:
+        - The names of the other helm releases whose revisions live in O(namespace) (read in the same
+          list as O(release_name)'s). Uninstall leaves a namespace that holds any of them in place.
+      type: list
+      elements: str
+      returned: when readable
+      sample: []
 """
 
 import gc

@@ -10,7 +10,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: release
-short_description: Install, upgrade or leave alone the dra-driver-cpu helm release and its namespace
+short_description: Install, upgrade, leave alone or uninstall the dra-driver-cpu helm release and its namespace
 version_added: 0.1.0
 author:
   - kubevirtci developers (!UNKNOWN)
@@ -32,10 +32,20 @@ description:
   - A no-op run starts no module process and writes nothing. This is an action plugin; the modules it
     needs (kubernetes.core.k8s_info, k8s, helm_info, helm, ansible.builtin.command for the rollback) are
     run through the task's connection.
+  - "With O(state=absent) it uninstalls instead, removing only what the collection installed: the release
+    (kubernetes.core.helm, C(wait)) when there is one, then waits up to O(uninstall_timeout) seconds until
+    the driver's ResourceSlices are gone (the kubelet deletes them; they are only read, and only after this
+    run removed the release); the namespace (kubernetes.core.k8s, C(wait)) only when it carries
+    O(owner_label) and holds no other helm release (C(other_releases) of O(installed))."
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - kubevirtci.dra_cpu.read_only.cluster
 options:
+  state:
+    description: V(present) installs, upgrades or leaves the release alone; V(absent) uninstalls it.
+    type: str
+    choices: [present, absent]
+    default: present
   release_name:
     description: The helm release.
     type: str
@@ -45,9 +55,11 @@ options:
     type: str
     required: true
   chart_ref:
-    description: The chart reference given to kubernetes.core.helm (C(oci://...), a repository chart or a local path).
+    description:
+      - The chart reference given to kubernetes.core.helm (C(oci://...), a repository chart or a local path).
+      - Required with O(state=present).
     type: str
-    required: true
+    default: ''
   chart_version:
     description: The chart version asked for (kubernetes.core.helm's C(chart_version)); empty for the newest.
     type: str
@@ -58,13 +70,15 @@ options:
         C(version) the chart's own version (C(Chart.yaml)), compared with the release's (empty or missing
         falls back to O(chart_version); neither known never skips helm); C(image) the image the chart
         will run (for the report); C(report) its report lines (a list, or one line), added to RV(report).
+      - Required with O(state=present).
     type: dict
-    required: true
+    default: {}
   installed:
     description:
       - What is installed already, as M(kubevirtci.dra_cpu.preflight)'s RV(kubevirtci.dra_cpu.preflight#module:installed).
         When it is not C(readable) (or empty), the namespace (kubernetes.core.k8s_info) and the release
-        (kubernetes.core.helm_info) are read here.
+        (kubernetes.core.helm_info) are read here (with O(state=absent), the namespace and the other helm
+        releases in it, and helm is asked to uninstall all the same).
     type: dict
     default: {}
   node_affinity:
@@ -76,7 +90,9 @@ options:
     type: dict
     default: {}
   owner_label:
-    description: Labels set only when this run creates the namespace (the role's owner label).
+    description:
+      - Labels set only when this run creates the namespace (the role's owner label). With O(state=absent)
+        the namespace is deleted only when it carries them.
     type: dict
     default: {}
   helm:
@@ -94,6 +110,10 @@ options:
     description: helm's C(--timeout) (a Go duration) for the install, upgrade, uninstall and rollback.
     type: str
     default: 5m0s
+  uninstall_timeout:
+    description: With O(state=absent), seconds to wait for the release, the driver's ResourceSlices and the namespace to go.
+    type: int
+    default: 120
   namespace_wait_seconds:
     description: How long to wait for a namespace being deleted to be gone.
     type: int
@@ -116,7 +136,7 @@ attributes:
     description: The work is done by an action plugin on the controller.
   check_mode:
     support: full
-    description: Reads only and says what it would do (RV(action) C(would install), C(would upgrade), ...).
+    description: Reads only and says what it would do (RV(action) C(would install), C(would upgrade), C(would uninstall ...), ...).
   diff_mode:
     support: none
     description: Nothing to diff.
@@ -149,6 +169,15 @@ EXAMPLES = r"""
 - name: Show what it did
   ansible.builtin.debug:
     msg: "{{ release.report }}"
+
+- name: Uninstall it again (only what the collection installed)
+  kubevirtci.dra_cpu.release:
+    state: absent
+    release_name: dra-driver-cpu
+    namespace: dra-driver-cpu
+    installed: "{{ preflight.installed }}"
+    owner_label:
+      app.kubernetes.io/managed-by: kubevirtci.dra_cpu
 """
 
 RETURN = r"""
@@ -158,31 +187,35 @@ action:
       C(recovered (rollback) + ) before it (C(would recover ...) in check mode).
     - One of V(unchanged), V(installed), V(upgraded), V(would install), V(would upgrade), V(would install or upgrade)
       (check mode without helm).
+    - With O(state=absent) one of V(uninstalled, the driver's ResourceSlices gone), V(not installed),
+      V(would uninstall revision N) (check mode), V(not read (helm is not available yet in check mode)).
   returned: success
   type: str
   sample: unchanged
 revision:
   description: The release's revision after the run (null when there is none, or in check mode before the install).
-  returned: success
+  returned: success, with O(state=present)
   type: int
   sample: 1
 values:
   description: The values given (or that would be given) to helm, preflight's node affinity included.
-  returned: success
+  returned: success, with O(state=present)
   type: dict
 image:
   description: The image the release runs.
-  returned: success
+  returned: success, with O(state=present)
   type: str
   sample: registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0
 image_source:
   description: Where it comes from, V(dra_cpu_image), V(dra_cpu_chart_values) or V(the chart's default).
-  returned: success
+  returned: success, with O(state=present)
   type: str
 report:
   description:
     - Short lines for the log, the release line first after any namespace line, then the chart stage's
       lines with the image joined onto the first.
+    - With O(state=absent) the release line, then what became of the namespace (C(deleted (created by this
+      collection)), or C(left in place, ...) and why).
   returned: always
   type: list
   elements: str
@@ -195,7 +228,7 @@ plan:
       C(release) (the C(status), C(revision) and C(chart_version) found), C(pending), C(recover)
       (V(uninstall), V(rollback) or ''), C(fail), C(helm) (V(skip), V(install) or V(upgrade)), C(reason),
       C(values_sha256) (the digest of RV(values)).
-  returned: success
+  returned: success, with O(state=present)
   type: dict
 modules:
   description: The modules started, in order ([] for a no-op run).

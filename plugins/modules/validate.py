@@ -19,7 +19,15 @@ description:
   - Returns the normalised settings and the helm values for the chart version (C(args) for chart 0.2.x,
     C(driverConfig) from 0.3.0), with O(chart_values) deep-merged last.
   - Never contacts a cluster and never reports a change.
+  - The role's gate comes first. With O(enabled=false) nothing else is checked, and the result is
+    skipped with RV(run=skip) and a message that says why (shown without C(-v)).
 options:
+  enabled:
+    description:
+      - The gate. V(false) skips everything, as when C(KUBEVIRT_USE_DRA_CPU) is not V(true).
+      - Role variable C(dra_cpu_enabled).
+    type: bool
+    default: true
   reserved_cpus:
     description:
       - CPUs the driver must not hand out, in cpuset syntax (V(0-1,4,6-7)). Empty for none.
@@ -171,6 +179,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+run:
+  description:
+    - What the role's later stages do. V(skip) when O(enabled=false), else the state.
+    - V(present) installs or upgrades, V(absent) uninstalls.
+  returned: success and when skipped
+  type: str
+  sample: present
+msg:
+  description: Why nothing is done, when O(enabled=false).
+  returned: when skipped
+  type: str
+  sample: "KUBEVIRT_USE_DRA_CPU is not 'true': skipping dra-driver-cpu"
 settings:
   description:
     - The normalised inputs. Options not given are left out, except those with defaults.

@@ -30,17 +30,21 @@ def read_installed(api, params):
     try:
         namespace = installed.namespace_state(
             params["namespace"], api.get_namespace(params["namespace"]), params["namespace_labels"])
-        release = {}
-        # a terminating namespace takes its release with it: the role waits and installs afresh
+        release, others = {}, []
+        # a terminating namespace takes its release with it: the role waits and installs afresh. One
+        # list of every helm release's revisions: this release's newest, and the others (uninstall
+        # keeps a namespace that holds any)
         if params["release_name"] and namespace["exists"] and not namespace["terminating"]:
-            secrets = api.list_secrets(params["namespace"], installed.release_selector(params["release_name"]))
+            secrets = api.list_secrets(params["namespace"], installed.HELM_SELECTOR)
             release = installed.release_state(params["release_name"], secrets)
+            others = installed.other_releases(params["release_name"], secrets)
     except KubeRequestError as exc:
         return {"readable": False, "error": exc.message}
     return {
         "readable": True,
         "namespace": namespace,
         "release": release,
+        "other_releases": others,
     }
 
 

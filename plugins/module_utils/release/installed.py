@@ -41,9 +41,19 @@ def values_digest(values):
                           .encode("utf-8")).hexdigest()
 
 
-def release_selector(release_name):
-    """The label selector of a release's revision Secrets."""
-    return "owner=helm,name=%s" % release_name
+# the label selector of every helm release's revision Secrets
+HELM_SELECTOR = "owner=helm"
+
+
+def other_releases(release_name, secrets):
+    """The names of the helm releases other than ``release_name`` that keep their revisions in
+    ``secrets`` (uninstall leaves a namespace holding any of them in place)."""
+    names = set()
+    for s in secrets or []:
+        name = ((s.get("metadata") or {}).get("labels") or {}).get("name")
+        if s.get("type") in (None, RELEASE_SECRET_TYPE) and name and name != release_name:
+            names.add(str(name))
+    return sorted(names)
 
 
 def namespace_state(name, obj, want_labels=None):

@@ -17,11 +17,13 @@ HELM_AUTH_OPTIONS = ("kubeconfig", "context", "host", "ca_cert", "validate_certs
 def argument_spec(k8s_auth_spec):
     """The options; ``k8s_auth_spec``: kubernetes.core's ``AUTH_ARG_SPEC`` (the cluster options)."""
     spec = dict(
+        state=dict(type="str", default="present", choices=["present", "absent"]),
         release_name=dict(type="str", required=True),
         namespace=dict(type="str", required=True),
-        chart_ref=dict(type="str", required=True),
+        chart_ref=dict(type="str", default=""),
         chart_version=dict(type="str", default=""),
-        chart=dict(type="dict", required=True),
+        chart=dict(type="dict", default={}),
+        uninstall_timeout=dict(type="int", default=120),
         installed=dict(type="dict", default={}),
         node_affinity=dict(type="dict", default={}),
         namespace_labels=dict(type="dict", default={}),

@@ -1,6 +1,10 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The validate step of the dra_cpu role: check and normalise its inputs (pure functions).
+"""The validate step of the dra_cpu role: the gate, then check and normalise its inputs (pure functions).
+
+The gate comes first: with ``enabled`` false (``dra_cpu_enabled``, ``KUBEVIRT_USE_DRA_CPU``) nothing
+else is checked and ``run`` is ``skip``; else ``run`` is the state, which the role's later stages
+read to know whether they install, uninstall or do nothing.
 
 One layer per entry point:
 
@@ -51,6 +55,10 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks
     validate_chart,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.kubeconfig import check_kubeconfig
+
+# the role's gate (dra_cpu_enabled, KUBEVIRT_USE_DRA_CPU): validate's ``run`` when it is off, and what it says
+SKIP = "skip"
+SKIP_MESSAGE = "KUBEVIRT_USE_DRA_CPU is not 'true': skipping dra-driver-cpu"
 
 
 def _check_driver(p, settings, errors):
@@ -293,6 +301,7 @@ def argument_spec():
     otherwise be turned into one silently).
     """
     return dict(
+        enabled=dict(type="bool", default=True),
         reserved_cpus=dict(type="str", default=""),
         group_by=dict(type="str", default=""),
         cpu_device_mode=dict(type="str", default="grouped"),
@@ -320,14 +329,18 @@ def argument_spec():
 
 
 def validation_result(params):
-    """The validate result for checked ``params``: ``failed`` with ``msg`` and ``errors``, or the
-    normalised settings and the chart values."""
+    """The validate result for checked ``params``: the gate's skip (``enabled`` false: nothing else is
+    looked at, ``run`` is ``skip``), ``failed`` with ``msg`` and ``errors``, or the normalised settings,
+    the chart values and ``run`` (the state: what the later stages do)."""
+    if not params.get("enabled", True):
+        return {"changed": False, "skipped": True, "run": SKIP, "msg": SKIP_MESSAGE}
     settings, errors = validate_inputs(params)
     if errors:
         return {"failed": True, "msg": "%d invalid input(s): %s" % (len(errors), "; ".join(errors)),
                 "errors": errors}
     return {
         "changed": False,
+        "run": settings["state"],
         "settings": settings,
         "chart_values": chart_values_for(settings),
         "values_key": settings["values_key"],

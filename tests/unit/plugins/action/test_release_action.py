@@ -203,3 +203,103 @@ def test_helm_info_chart_version_parsing():
     assert action.chart_version_of("dra-driver-cpu-0.3.0") == "0.3.0"
     assert action.chart_version_of("dra-driver-cpu-0.3.0-rc.1", "0.3.0-rc.1") == "0.3.0-rc.1"
     assert action.release_from_helm_info({}) == {}
+
+
+# ---------------------------------------------------------------- state: absent (plugin_utils/uninstall.py)
+
+def absent(**kw):
+    base = dict(state="absent", release_name="dra", namespace="dra", owner_label=OWNER, uninstall_timeout=30,
+                helm={"path": "/h/helm", "cmd": "/h/helm", "missing": False}, kubeconfig="/k/config",
+                installed=dict(installed_state(labels=dict(PSA, **OWNER)), other_releases=[]))
+    base.update(kw)
+    return base
+
+
+def slices_gone_after(polls):
+    """A k8s_info answer: the driver's slices are there for ``polls`` reads, then gone."""
+    seen = []
+
+    def answer(module_args):
+        if module_args.get("kind") != "ResourceSlice":
+            return {"resources": []}
+        seen.append(1)
+        return {"resources": [{"spec": {"nodeName": "node01"}}] if len(seen) <= polls else []}
+    return answer
+
+
+def test_uninstall_removes_the_release_waits_for_the_slices_then_deletes_its_namespace(monkeypatch):
+    monkeypatch.setattr("ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.uninstall.time.sleep",
+                        lambda s: None)
+    fake = Fake({"kubernetes.core.helm": {"changed": True}, "kubernetes.core.k8s_info": slices_gone_after(2),
+                 "kubernetes.core.k8s": {"changed": True}})
+    result, fake = run(absent(), fake)
+    assert fake.names() == ["kubernetes.core.helm"] + ["kubernetes.core.k8s_info"] * 3 + ["kubernetes.core.k8s"]
+    helm, info, k8s = fake.calls[0][1], fake.calls[1][1], fake.calls[-1][1]
+    assert helm["release_state"] == "absent" and helm["wait"] is True and helm["timeout"] == "30s"
+    assert helm["binary_path"] == "/h/helm" and helm["release_name"] == "dra" and helm["release_namespace"] == "dra"
+    # the slices are only read, by the driver's name
+    assert info["field_selectors"] == ["spec.driver=dra.cpu"] and info["kind"] == "ResourceSlice"
+    assert k8s == dict(kubeconfig="/k/config", api_version="v1", kind="Namespace", name="dra", state="absent",
+                       wait=True, wait_timeout=30)
+    assert result["changed"] is True and not result.get("failed")
+    assert result["report"] == ["release dra (namespace dra): uninstalled, the driver's ResourceSlices gone",
+                                "namespace dra: deleted (created by this collection)"]
+
+
+def test_uninstall_keeps_a_namespace_it_did_not_create_or_that_holds_another_release():
+    fake = Fake({"kubernetes.core.helm": {"changed": True}, "kubernetes.core.k8s_info": {"resources": []}})
+    result, fake = run(absent(installed=dict(installed_state(), other_releases=[])), fake)
+    assert "kubernetes.core.k8s" not in fake.names()
+    assert result["report"][1].startswith("namespace dra: left in place, not created by this collection")
+    result, fake = run(absent(installed=dict(installed_state(labels=dict(PSA, **OWNER)), other_releases=["x"])),
+                       Fake({"kubernetes.core.helm": {"changed": True}, "kubernetes.core.k8s_info": {"resources": []}}))
+    assert "kubernetes.core.k8s" not in fake.names()
+    assert result["report"][1].endswith("it also holds helm release(s) x")
+
+
+def test_uninstall_of_nothing_starts_no_module():
+    result, fake = run(absent(installed={"readable": True, "namespace": {"name": "dra", "exists": False},
+                                         "release": {}, "other_releases": []}))
+    assert fake.calls == [] and result["changed"] is False
+    assert result["report"] == ["release dra (namespace dra): not installed", "namespace dra: not there"]
+
+
+def test_uninstall_in_check_mode_writes_nothing_and_says_what_it_would_remove():
+    result, fake = run(absent(), check=True)
+    assert fake.calls == [] and result["changed"] is True
+    assert result["report"] == ["release dra (namespace dra): would uninstall revision 1",
+                                "namespace dra: would delete it (created by this collection)"]
+
+
+def test_uninstall_fails_naming_the_nodes_whose_slices_outlive_the_driver(monkeypatch):
+    monkeypatch.setattr("ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.uninstall.time.sleep",
+                        lambda s: None)
+    fake = Fake({"kubernetes.core.helm": {"changed": True}, "kubernetes.core.k8s_info": slices_gone_after(10 ** 6)})
+    result, fake = run(absent(uninstall_timeout=0), fake)
+    assert result["failed"] is True and "kubernetes.core.k8s" not in fake.names()
+    assert result["msg"].startswith("1 ResourceSlice(s) of driver dra.cpu are still there 0s after the release "
+                                    "was removed, on node(s) node01.")
+
+
+def test_uninstall_without_preflight_reads_the_namespace_and_the_other_releases_and_asks_helm():
+    ns = {"metadata": {"name": "dra", "labels": dict(OWNER)}}
+
+    def info(module_args):
+        if module_args["kind"] == "Namespace":
+            return {"resources": [ns]}
+        if module_args["kind"] == "Secret":
+            assert module_args["label_selectors"] == ["owner=helm"]
+            return {"resources": [{"type": "helm.sh/release.v1", "metadata": {"labels": {"name": "other"}}}]}
+        return {"resources": []}
+    fake = Fake({"kubernetes.core.k8s_info": info, "kubernetes.core.helm": {"changed": False}})
+    result, fake = run(absent(installed={}), fake)
+    assert fake.names() == ["kubernetes.core.k8s_info", "kubernetes.core.k8s_info", "kubernetes.core.helm"]
+    assert result["changed"] is False
+    assert result["report"] == ["release dra (namespace dra): not installed",
+                                "namespace dra: left in place, created by this collection but it also holds "
+                                "helm release(s) other"]
+
+
+def test_present_still_needs_the_chart():
+    result, _ = run(args(chart={}))
+    assert result["failed"] is True and "chart_ref and chart" in result["msg"]

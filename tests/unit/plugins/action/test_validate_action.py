@@ -55,3 +55,22 @@ def test_other_connections_run_the_module_on_the_target():
         result = plugin.run(task_vars={"a": 1})
     execute.assert_called_once_with(module_name="kubevirtci.dra_cpu.validate", module_args=ARGS, task_vars={"a": 1})
     assert result["values_key"] == "x"
+
+
+@pytest.mark.parametrize("transport", ["local", "ssh"])
+def test_the_gate_off_is_shown_without_verbosity(transport):
+    # the one line saying why nothing happens: printed by the default callback as debug's are
+    plugin = _plugin(transport, dict(ARGS, enabled=False))
+    skipped = {"changed": False, "skipped": True, "run": "skip", "msg": "KUBEVIRT_USE_DRA_CPU is not 'true': skipping"}
+    with mock.patch.object(ActionBase, "run", return_value={}), \
+            mock.patch.object(plugin, "_execute_module", return_value=dict(skipped)):
+        result = plugin.run(task_vars={})
+    assert result["skipped"] is True and result["run"] == "skip"
+    assert result["_ansible_verbose_always"] is True
+
+
+def test_a_run_that_goes_on_is_not_shown():
+    plugin = _plugin("local", ARGS)
+    with mock.patch.object(ActionBase, "run", return_value={}):
+        result = plugin.run(task_vars={})
+    assert result["run"] == "present" and "_ansible_verbose_always" not in result

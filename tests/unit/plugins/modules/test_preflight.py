@@ -249,7 +249,7 @@ def test_installed_on_an_empty_cluster():
     result, failed = run_module(preflight, _installed_args(), cluster)
     assert failed is False
     assert result["installed"] == {
-        "readable": True, "release": {},
+        "readable": True, "release": {}, "other_releases": [],
         "namespace": {"name": "dra-driver-cpu", "exists": False, "terminating": False, "labels": {},
                       "labels_ok": False}}
     # no namespace, so no release lookup
@@ -259,7 +259,7 @@ def test_installed_on_an_empty_cluster():
 def test_deprecated_chart_option_is_still_accepted_and_ignored():
     result, failed = run_module(preflight, _installed_args(chart="oci://localhost:5000/charts/dra-driver-cpu"),
                                 FakeCluster())
-    assert failed is False and sorted(result["installed"]) == ["namespace", "readable", "release"]
+    assert failed is False and sorted(result["installed"]) == ["namespace", "other_releases", "readable", "release"]
     assert preflight.argument_spec()["chart"]["removed_in_version"] == "1.0.0"
 
 
@@ -270,7 +270,8 @@ def test_installed_release_deployed_at_the_pinned_version():
         "/api/v1/namespaces/dra-driver-cpu": {"metadata": {"name": "dra-driver-cpu", "labels": labels}},
         "/api/v1/namespaces/dra-driver-cpu/secrets": {"items": [
             helm_secret("dra-driver-cpu", 1, "superseded", version="0.2.0"),
-            helm_secret("dra-driver-cpu", 2, "deployed")]},
+            helm_secret("dra-driver-cpu", 2, "deployed"),
+            helm_secret("other", 1, "deployed")]},
     })
     result, failed = run_module(preflight, _installed_args(namespace_labels=labels), cluster)
     inst = result["installed"]
@@ -278,9 +279,10 @@ def test_installed_release_deployed_at_the_pinned_version():
     assert inst["release"] == {"name": "dra-driver-cpu", "revision": 2, "status": "deployed",
                                "chart": "dra-driver-cpu", "chart_version": "0.3.0",
                                "values_sha256": installed.values_digest({"token": "s3cret"})}
+    # one list of every helm release in the namespace: this one's newest revision and the others
+    assert inst["other_releases"] == ["other"]
     assert "s3cret" not in json.dumps(inst)
-    assert ("/api/v1/namespaces/dra-driver-cpu/secrets",
-            {"labelSelector": "owner=helm,name=dra-driver-cpu"}) in cluster.calls
+    assert ("/api/v1/namespaces/dra-driver-cpu/secrets", {"labelSelector": "owner=helm"}) in cluster.calls
 
 
 def test_installed_unreadable_secrets_leave_it_to_the_caller():

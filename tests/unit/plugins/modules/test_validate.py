@@ -60,3 +60,17 @@ def test_check_mode_same_result():
     result, failed = run_module(validate, dict(ARGS, _ansible_check_mode=True))
     assert failed is False
     assert result["values_key"] == "args"
+
+
+def test_the_gate_off_skips_everything_else_and_says_why():
+    # enabled=false (dra_cpu_enabled, KUBEVIRT_USE_DRA_CPU not 'true'): even bad inputs are not looked at
+    result, failed = run_module(validate, dict(ARGS, enabled=False, reserved_cpus="3-1", namespace="Bad_NS"))
+    assert failed is False
+    assert result["skipped"] is True and result["run"] == "skip" and result["changed"] is False
+    assert result["msg"] == "KUBEVIRT_USE_DRA_CPU is not 'true': skipping dra-driver-cpu"
+    assert "settings" not in result
+
+
+def test_run_is_the_state_when_the_gate_is_on():
+    assert run_module(validate, ARGS)[0]["run"] == "present"
+    assert run_module(validate, dict(ARGS, state="ABSENT"))[0]["run"] == "absent"

@@ -86,3 +86,11 @@ def test_release_state_undecodable_body_keeps_labels(data):
     state = installed.release_state("r", [helm_secret("r", 3, "pending-upgrade", data=data)])
     assert state == {"name": "r", "revision": 3, "status": "pending-upgrade", "chart": "", "chart_version": "",
                      "values_sha256": ""}
+
+
+def test_other_releases_are_the_other_names_of_helm_release_secrets():
+    mine, other, again = helm_secret("r", 1, "deployed"), helm_secret("b", 2, "deployed"), helm_secret("b", 1, "superseded")
+    not_helm = helm_secret("a", 1, "deployed")
+    not_helm["type"] = "Opaque"
+    assert installed.other_releases("r", [mine, other, again, not_helm]) == ["b"]
+    assert installed.other_releases("r", [mine]) == [] and installed.other_releases("r", None) == []

@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The release stage's other mode, uninstall (``dra_cpu_state=absent``): what to remove and what the
+report says (pure functions).
+
+Owns: from what is installed (preflight's ``installed``: the namespace and its labels, this release's
+newest revision, the other helm releases in the namespace) the steps of an uninstall, and the words
+of its report and of its failure. Only what this collection installed goes: the release, and the
+namespace when it carries the owner label the collection set when it created it and holds no other
+helm release (deleting it would delete that release's objects and records). The driver's
+ResourceSlices are never touched, only waited for: the kubelet deletes them once the driver is gone.
+The steps themselves (modules started through the action) are plugins/plugin_utils/uninstall.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+def namespace_owned(namespace, owner_label):
+    """Whether the namespace (``installed.namespace_state``'s shape) exists and carries every label of
+    ``owner_label`` with its value: the collection created it."""
+    labels = (namespace or {}).get("labels") or {}
+    return bool((namespace or {}).get("exists")) and bool(owner_label) and all(
+        labels.get(k) == v for k, v in owner_label.items())
+
+
+def plan(installed, release_name, namespace, owner_label):
+    """The uninstall's steps: ``{helm, delete_namespace, namespace_line}``.
+
+    ``installed``: ``{namespace, release, other_releases}`` as preflight read them (``release`` None:
+    not read, so helm is asked all the same). ``helm``: uninstall the release through helm (there is
+    one, or it is not known); ``delete_namespace``: the namespace goes; ``namespace_line``: the report's
+    line for a namespace that stays (None when it goes or is not there).
+    """
+    ns = installed.get("namespace") or {}
+    release = installed.get("release")
+    others = [r for r in installed.get("other_releases") or [] if r != release_name]
+    owned = namespace_owned(ns, owner_label)
+    line = None
+    if not ns.get("exists"):
+        line = "namespace %s: not there" % namespace
+    elif not owned:
+        line = ("namespace %s: left in place, not created by this collection (no %s label)"
+                % (namespace, ",".join("%s=%s" % kv for kv in sorted(owner_label.items()))))
+    elif others:
+        line = ("namespace %s: left in place, created by this collection but it also holds helm release(s) %s"
+                % (namespace, ", ".join(others)))
+    return {"helm": release is None or bool(release), "delete_namespace": owned and not others,
+            "namespace_line": line}
+
+
+def release_line(release_name, namespace, action):
+    """``release <name> (namespace <ns>): <action>``, the first line of the report, as an install's."""
+    return "release %s (namespace %s): %s" % (release_name, namespace, action)
+
+
+def deleted_line(namespace, check):
+    return "namespace %s: %s (created by this collection)" % (namespace, "would delete it" if check else "deleted")
+
+
+def slices_outlive_message(driver, slices, timeout):
+    """The failure when ``slices`` (ResourceSlice objects) of ``driver`` are still there ``timeout``
+    seconds after the release went: how many, on which nodes, and why that happens."""
+    nodes = sorted(set(str((s.get("spec") or {}).get("nodeName") or "?") for s in slices))
+    return ("%d ResourceSlice(s) of driver %s are still there %ss after the release was removed, on node(s) %s. "
+            "The kubelet deletes a driver's slices about 30s after the driver stops; slices of a node whose "
+            "kubelet is down stay until it returns or the Node is deleted. Another release of dra-driver-cpu "
+            "still running would also keep them (helm list -A)." % (len(slices), driver, timeout, ", ".join(nodes)))

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""The uninstall steps of the release action (``state: absent``), as a mixin of its ActionModule.
+
+Owns: the order of an uninstall and the modules it starts (through the action's ``_execute_module``,
+so they run wherever the connection points): ``kubernetes.core.helm`` (``release_state: absent``,
+wait) when there is a release, ``kubernetes.core.k8s_info`` until the driver's ResourceSlices are
+gone (only after this run removed the release: slices of another installation are not this role's
+business, and are never touched), ``kubernetes.core.k8s`` to delete the namespace the collection
+created. What to remove and the report's words are module_utils/release/uninstall.py. What is
+installed comes from preflight (``installed``); without it the namespace and the other releases are
+read here and helm is asked all the same.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed as inst
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import uninstall as plan
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import DEFAULT_DRIVER
+
+K8S_INFO = "kubernetes.core.k8s_info"
+K8S = "kubernetes.core.k8s"
+HELM = "kubernetes.core.helm"
+SLICE_POLL_SECONDS = 3
+NO_HELM = "not read (helm is not available yet in check mode)"
+
+
+class UninstallSteps(object):
+    """Needs the action's ``_checked(name, args, task_vars, what)``, ``_namespace(ns, auth,
+    task_vars)``, ``_fail(msg)`` and ``_task``."""
+
+    def _uninstall(self, p, auth, helm_auth, task_vars):
+        check = bool(self._task.check_mode)
+        name, ns, timeout = p["release_name"], p["namespace"], p["uninstall_timeout"]
+        installed = dict(p["installed"]) if (p["installed"] or {}).get("readable") else {}
+        if installed.get("namespace") is None:
+            installed["namespace"] = inst.namespace_state(ns, self._namespace(ns, auth, task_vars))
+            installed["release"] = None
+        if installed.get("other_releases") is None and installed["namespace"]["exists"]:
+            found = self._checked(K8S_INFO, dict(auth, api_version="v1", kind="Secret", namespace=ns,
+                                                 label_selectors=[inst.HELM_SELECTOR]), task_vars,
+                                  "cannot list the helm releases in namespace %s" % ns)
+            installed["other_releases"] = inst.other_releases(name, found.get("resources"))
+        steps = plan.plan(installed, name, ns, p["owner_label"])
+        release = installed.get("release")
+        changed = False
+        if not steps["helm"]:
+            action = "not installed"
+        elif check and release:
+            action, changed = "would uninstall revision %s" % release.get("revision"), True
+        elif check and (p["helm"] or {}).get("missing"):
+            action = NO_HELM
+        else:
+            done = self._checked(HELM, dict(helm_auth, release_state="absent", release_name=name, release_namespace=ns,
+                                            wait=True, timeout="%ds" % timeout), task_vars,
+                                 "cannot uninstall release %s" % name)
+            changed = bool(done.get("changed"))
+            action = ("would uninstall" if check else "uninstalled") if changed else "not installed"
+            if changed and not check:
+                self._wait_slices_gone(auth, timeout, task_vars)
+                action += ", the driver's ResourceSlices gone"
+        lines = [plan.release_line(name, ns, action)]
+        if steps["delete_namespace"]:
+            if not check:
+                self._checked(K8S, dict(auth, api_version="v1", kind="Namespace", name=ns, state="absent",
+                                        wait=True, wait_timeout=timeout), task_vars,
+                              "cannot delete namespace %s" % ns)
+            lines.append(plan.deleted_line(ns, check))
+            changed = True
+        else:
+            lines.append(steps["namespace_line"])
+        return {"action": action, "changed": changed, "report": lines}
+
+    def _wait_slices_gone(self, auth, timeout, task_vars):
+        """Until no ResourceSlice of the driver is left; fails after ``timeout`` seconds naming their nodes."""
+        deadline = time.time() + timeout
+        while True:
+            found = self._checked(K8S_INFO, dict(auth, api_version="resource.k8s.io/v1", kind="ResourceSlice",
+                                                 field_selectors=["spec.driver=%s" % DEFAULT_DRIVER]), task_vars,
+                                  "cannot read the ResourceSlices of %s" % DEFAULT_DRIVER)
+            left = found.get("resources") or []
+            if not left:
+                return
+            if time.time() >= deadline:
+                self._fail(plan.slices_outlive_message(DEFAULT_DRIVER, left, timeout))
+            time.sleep(SLICE_POLL_SECONDS)
