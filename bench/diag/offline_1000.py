@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(REPO, ".collections"))
 
 import timeline  # noqa: E402
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import waiter as W  # noqa: E402
-from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology as M  # noqa: E402
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as M  # noqa: E402
 
 
 class FakeApi:
@@ -50,7 +50,7 @@ def main():
     a = ap.parse_args()
     sc = timeline.build("spread", a.nodes, a.cells, 1)
     slices = [e.body for e in sorted(sc.events, key=lambda e: e.t)]
-    params = {"driver": "dra.cpu", "nodes": sc.targets, "namespace": "x", "pod_selector": "x", "wait": True,
+    params = {"driver": "dra.cpu", "nodes": sc.targets, "namespace": "x", "pod_selector": "x", "wait": True, "not_ready_nodes": [],
               "timeout": 600, "expected_cells_per_node": None, "expected_cpus_per_node": None,
               "reserved_cpus": "", "min_cell_cpus": None, "log_lines": 0}
     prof = None

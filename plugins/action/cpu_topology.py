@@ -16,6 +16,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner impo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.run import argument_spec, run_cpu_topology
 
 MODULE = "kubevirtci.dra_cpu.cpu_topology"
+# the topology (fact.py builds it of JSON types only) is not copied through JSON (runner.finish)
+PLAIN_KEYS = ("ansible_facts", "topology")
 
 
 class ActionModule(ActionBase):
@@ -24,5 +26,6 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        result.update(run_action(self, MODULE, argument_spec(), run_cpu_topology, get_api_client, task_vars))
+        result.update(run_action(self, MODULE, argument_spec(), run_cpu_topology, get_api_client, task_vars,
+                                 plain_keys=PLAIN_KEYS))
         return result

@@ -113,23 +113,34 @@ def check_args(spec, args, module_name):
     return checked.validated_parameters, error, no_log, warnings, deprecations
 
 
-def finish(result, params, no_log_values, warnings=None, deprecations=None):
-    """The result as the module process returns it: invocation, redaction, JSON types."""
+def finish(result, params, no_log_values, warnings=None, deprecations=None, plain_keys=()):
+    """The result as the module process returns it: invocation, redaction, JSON types.
+
+    ``plain_keys``: top-level keys whose values the run function builds from JSON types only (str
+    keys; dict, list, str, int, float, bool, None): the JSON round trip, which only copies them, skips
+    them unless a value had to be redacted. At 1,000 nodes x 8 cells that is the 0.7 MB topology
+    fact: 0.03-0.06 s of json.dumps + json.loads in the worker, before ansible-core sees the result.
+    """
     result = dict(result)
     result.setdefault("invocation", {"module_args": params})
     if warnings:
         result["warnings"] = list(warnings)
     if deprecations:
         result["deprecations"] = list(deprecations)
+    kept = {}
     if may_hold_no_log_value(result, no_log_values):
         preserved = dict((k, v) for k, v in result.items() if v is None or isinstance(v, bool))
         result = remove_values(result, no_log_values)
         result.update(preserved)
-    return json.loads(json.dumps(result))
+    else:
+        kept = dict((k, result.pop(k)) for k in plain_keys if k in result)
+    result = json.loads(json.dumps(result))
+    result.update(kept)
+    return result
 
 
-def run_in_process(spec, args, check_mode, run_fn, get_client, module_name, environment=None):
-    """The module's result for task ``args``, computed in this process."""
+def run_in_process(spec, args, check_mode, run_fn, get_client, module_name, environment=None, plain_keys=()):
+    """The module's result for task ``args``, computed in this process (``plain_keys``: see ``finish``)."""
     with task_environment(environment):
         params, error, no_log, warnings, deprecations = check_args(spec, args, module_name)
         if error:
@@ -140,7 +151,7 @@ def run_in_process(spec, args, check_mode, run_fn, get_client, module_name, envi
             warnings = warnings + source.warnings
         except ModuleFailure as exc:
             result = {"failed": True, "msg": exc.msg}
-    return finish(result, params, no_log, warnings, deprecations)
+    return finish(result, params, no_log, warnings, deprecations, plain_keys)
 
 
 def kubernetes_importable():
@@ -167,8 +178,9 @@ def runs_here(transport, async_val, become, environment):
     return kubernetes_importable()
 
 
-def run_action(action, module_name, spec, run_fn, get_client, task_vars):
-    """An action plugin's ``run`` body: ``action`` is the ActionBase (after ``super().run``)."""
+def run_action(action, module_name, spec, run_fn, get_client, task_vars, plain_keys=()):
+    """An action plugin's ``run`` body: ``action`` is the ActionBase (after ``super().run``);
+    ``plain_keys``: see ``finish``."""
     environment = {}
     local = action._connection.transport == "local"
     if local:
@@ -177,4 +189,4 @@ def run_action(action, module_name, spec, run_fn, get_client, task_vars):
     if not (local and runs_here("local", action._task.async_val, become, environment)):
         return action._execute_module(module_name=module_name, module_args=action._task.args, task_vars=task_vars)
     return run_in_process(spec, action._task.args, action._task.check_mode, run_fn, get_client, module_name,
-                          environment)
+                          environment, plain_keys)

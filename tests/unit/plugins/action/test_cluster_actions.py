@@ -83,7 +83,36 @@ def local_result(name, args, cluster):
     action = PLUGINS[name][0]
     spec = action.argument_spec()
     fn = [getattr(action, n) for n in ("run_preflight", "run_cpu_topology", "run_target") if hasattr(action, n)][0]
-    return runner.run_in_process(spec, args, False, fn, mock.Mock(return_value=fake_client(cluster)), action.MODULE)
+    return runner.run_in_process(spec, args, False, fn, mock.Mock(return_value=fake_client(cluster)), action.MODULE,
+                                 plain_keys=getattr(action, "PLAIN_KEYS", ()))
+
+
+def json_native(value):
+    """Whether ``value`` holds only what JSON gives back: dict (str keys), list, str, int, float, bool, None."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and json_native(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(json_native(v) for v in value)
+    return value is None or isinstance(value, (str, bool, int, float))
+
+
+def test_the_topology_is_json_native_so_its_json_copy_can_be_skipped():
+    # runner.finish skips the JSON round trip of cpu_topology's PLAIN_KEYS: only right when fact.py
+    # builds them of JSON types (the local run equals the module's, CASES above)
+    got = local_result("cpu_topology", {"wait": False}, topology_cluster())
+    assert got["ansible_facts"]["dra_cpu_topology"]["nodes"] and json_native(got["ansible_facts"])
+    failed = local_result("cpu_topology", {"wait": False, "min_cell_cpus": 99}, topology_cluster())
+    assert failed["topology"]["nodes"] and json_native(failed["topology"])
+
+
+def test_plain_keys_are_not_copied_unless_a_value_must_be_hidden():
+    fact = {"nodes": {"n1": {"cells": [{"id": 0, "devices": ["cpudevnuma000"]}]}}}
+    got = runner.finish({"ansible_facts": {"t": fact}, "n": 1}, {}, set(), plain_keys=("ansible_facts",))
+    assert got["ansible_facts"]["t"] is fact and got["n"] == 1 and got["invocation"] == {"module_args": {}}
+    # a secret anywhere in the result: the whole result is redacted and copied as before
+    secret = {"ansible_facts": {"t": {"note": "the-secret-value"}}}
+    got = runner.finish(secret, {}, {"the-secret-value"}, plain_keys=("ansible_facts",))
+    assert "the-secret-value" not in repr(got) and got["ansible_facts"] is not secret["ansible_facts"]
 
 
 @pytest.mark.parametrize("name, args, cluster", CASES)
