@@ -236,6 +236,7 @@ export ANSIBLE_HOME=$env_dir/home ANSIBLE_REMOTE_TEMP=$env_dir/home/tmp \
   ANSIBLE_COLLECTIONS_PATH=$coll_dir:$env_dir/collections ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
   ANSIBLE_PYTHON_INTERPRETER=$env_dir/bin/python ANSIBLE_LOCALHOST_WARNING=false \
   ANSIBLE_INVENTORY_UNPARSED_WARNING=false ANSIBLE_PIPELINING=true \
+  ANSIBLE_CALLBACK_RESULT_FORMAT=${ANSIBLE_CALLBACK_RESULT_FORMAT:-yaml} \
   HELM_CACHE_HOME=$tools/dra-cpu-helm-home/cache HELM_CONFIG_HOME=$tools/dra-cpu-helm-home/config \
   HELM_DATA_HOME=$tools/dra-cpu-helm-home/data KUBECACHEDIR=$tools/dra-cpu-helm-home/kube-cache \
   PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
