@@ -301,5 +301,5 @@ def test_uninstall_without_preflight_reads_the_namespace_and_the_other_releases_
 
 
 def test_present_still_needs_the_chart():
-    result, _ = run(args(chart={}))
+    result = run(args(chart={}))[0]
     assert result["failed"] is True and "chart_ref and chart" in result["msg"]
