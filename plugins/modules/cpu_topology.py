@@ -24,7 +24,8 @@ description:
     A target node deleted during the wait is dropped.
   - On timeout it fails naming every node still missing or incomplete, with its driver pod's phase,
     container states and last O(log_lines) log lines.
-  - Returns the topology as the fact C(dra_cpu_topology) and a table in RV(summary). In grouped mode each
+  - Returns the topology as the fact C(dra_cpu_topology) (per node its total and each cell's allocatable CPUs,
+    and the cluster-wide figures) and a table in RV(summary) (with the devices of each cell). In grouped mode each
     cell is one device and its allocatable CPUs are the device's C(dra.cpu/cpu) capacity; in individual mode
     the devices are grouped into cells by C(numaNodeID) and a cell's allocatable CPUs are its device count.
   - C(max_vm_host_cpus) is the largest claim the API allocates in one cell, C(max_node_host_cpus) on one node.
@@ -95,8 +96,11 @@ options:
   report_dir:
     description:
       - A directory (made when missing) for CI artifacts, not written in check mode. After a complete wait the
-        fact goes to C(dra-cpu-topology.json); after a failure C(dra-cpu-failure.json) holds the message, the
-        pending nodes (pod state, last log lines), the partial topology, the driver's ResourceSlices and pods.
+        fact goes to C(dra-cpu-topology.json), with C(node_details), per node everything the driver published
+        about it (its pool, generation, slices, mode, C(group_by), C(smt_enabled), and per cell its
+        C(devices) and, in individual mode, C(cpus)); after a failure C(dra-cpu-failure.json) holds the
+        message, the pending nodes (pod state, last log lines), the partial topology and its C(node_details),
+        the driver's ResourceSlices and pods.
     type: path
     default: ''
   record_failure:
@@ -162,7 +166,8 @@ ansible_facts:
   contains:
     dra_cpu_topology:
       description:
-        - The CPU topology published by the driver. Stable shape; fields are only ever added.
+        - The CPU topology published by the driver. From the first release on its shape is stable, fields
+          are only ever added.
       returned: success
       type: dict
       contains:
@@ -181,20 +186,20 @@ ansible_facts:
           sample: numanode
         nodes:
           description:
-            - Per node name, C(pool_generation), C(allocatable_cpus) (node total), C(cells) (a list of C(id) =
-              NUMA id, socket id or 0 for machine, C(devices) the device names, C(allocatable_cpus), and in
-              individual mode C(cpus), the cpuset of the cell's CPU ids), plus C(mode), C(group_by), C(pool),
-              C(slices), C(smt_enabled) and C(ready) (false when the node's C(Ready) condition is not C(True);
-              its pool is what the driver last published and counts in no cluster-wide figure).
+            - Per node name, C(allocatable_cpus) (node total), C(cells) (a mapping of cell id to the cell's
+              allocatable CPUs, in id order; the id, a string as JSON keys are, is the NUMA id, the socket id or
+              0 for machine), C(pool_generation) and C(ready) (false when the node's C(Ready) condition is not
+              C(True); its pool is what the driver last published and counts in no cluster-wide figure).
+            - Each cell's devices are in RV(summary); everything else published about a node (devices, CPU ids,
+              SMT, slices) is in O(report_dir)'s C(dra-cpu-topology.json). A mapping of numbers keeps the fact
+              cheap for Ansible to copy at 1,000 nodes.
           type: dict
           sample:
             node01:
-              pool_generation: 1
-              ready: true
               allocatable_cpus: 10
-              cells:
-                - {id: 0, devices: [cpudevnuma000], allocatable_cpus: 4}
-                - {id: 1, devices: [cpudevnuma001], allocatable_cpus: 6}
+              ready: true
+              pool_generation: 1
+              cells: {'0': 4, '1': 6}
         not_ready_nodes:
           description: The nodes of C(nodes) that are not Ready (see O(not_ready_nodes)).
           type: list

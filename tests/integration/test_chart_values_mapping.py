@@ -62,7 +62,8 @@ def release_values(cluster):
 
 
 def cells(topology, node="node01"):
-    return [(c["id"], c["allocatable_cpus"]) for c in topology["nodes"][node]["cells"]]
+    """The fact's cells of a node as (id, allocatable CPUs), in the fact's (id) order."""
+    return [(int(i), cpus) for i, cpus in topology["nodes"][node]["cells"].items()]
 
 
 def release_report(r):

@@ -24,7 +24,11 @@ def test_a_passing_run_leaves_the_findings_and_the_topology(cluster, tmp_path):
     assert findings["passed"] is True
     assert [f["node"] for f in findings["findings"] if f["check"] == "cpu_manager_policy"] == ["node01"]
     assert findings["report"] == r.result("Check the cluster's prerequisites")["report"]
-    assert read(artifacts / TOPOLOGY) == r.fact("dra_cpu_topology")
+    written = read(artifacts / TOPOLOGY)
+    # the fact, and what it leaves out: each node's devices, pool, SMT (the table's devices column)
+    details = written.pop("node_details")
+    assert written == r.fact("dra_cpu_topology")
+    assert [c["devices"] for c in details["node01"]["cells"]] == [["cpudevnuma000"], ["cpudevnuma001"]]
 
 
 def test_check_mode_writes_nothing(cluster, tmp_path):
@@ -44,6 +48,7 @@ def test_a_failed_topology_step_leaves_the_slices_and_the_pods(cluster, tmp_path
     assert {s["spec"]["nodeName"] for s in failure["resource_slices"]} == {"node01"}
     assert [(p["node"], p["phase"]) for p in failure["driver_pods"]] == [("node01", "Running")]
     assert failure["topology"]["nodes"]["node01"]["allocatable_cpus"] == 10
+    assert failure["node_details"]["node01"]["cells"][0]["devices"] == ["cpudevnuma000"]
     assert not (artifacts / TOPOLOGY).exists()
 
 

@@ -3,8 +3,10 @@
 """Complete pools -> the CPU topology of each node and of the cluster.
 
 Owns: reading the devices of a complete pool (attributes, ``<driver>/cpu``
-capacity, the cell each device belongs to) and the shape of the
-``dra_cpu_topology`` fact. Which slices form a complete pool is
+capacity, the cell each device belongs to), the detailed topology that the
+table, the sizing checks and the report files read, and the shape of the
+``dra_cpu_topology`` fact (``fact_of``: per node its total and its cells'
+allocatable CPUs, the cluster-wide figures). Which slices form a complete pool is
 slice_pools.py; the largest claim the API allocates is claim_limits.py; the
 sizing rule is sizing.py; the table is table.py. Pure functions;
 nothing here talks to a cluster.
@@ -261,7 +263,9 @@ def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
 
 
 def cluster_topology(node_facts, driver=DEFAULT_DRIVER, not_ready=None):
-    """The ``dra_cpu_topology`` facts from the per-node topologies (``{node: node_topology()}``).
+    """The detailed topology from the per-node topologies (``{node: node_topology()}``): the
+    cluster-wide figures of the fact and, in ``nodes``, every node's whole ``node_topology()``
+    (fact_of keeps the figures and a node's total and cells).
 
     ``not_ready`` names the nodes whose ``Ready`` condition is not ``True``: their pools stay in
     ``nodes`` (what the driver last published, ``ready: false``) but count in none of the
@@ -304,3 +308,24 @@ def cluster_topology(node_facts, driver=DEFAULT_DRIVER, not_ready=None):
         "largest_cell": _ref(largest),
         "smallest_cell": _ref(smallest),
     }
+
+
+# a node's keys in the fact (fact_of); the rest of node_topology() is in the table and the report files
+FACT_NODE_KEYS = ("allocatable_cpus", "ready", "pool_generation")
+
+
+def fact_of(topology):
+    """The ``dra_cpu_topology`` fact of a detailed topology (cluster_topology): its cluster-wide
+    figures, and per node ``allocatable_cpus``, ``ready``, ``pool_generation`` and ``cells``, a
+    mapping of cell id (a string, as in JSON) to the cell's allocatable CPUs.
+
+    A mapping of numbers, not the cells' dicts: Ansible copies a fact several times after the task
+    (the worker's copies for the task's conditions, the registered result, every later task's
+    variables), and the cost grows with the containers in it (bench/goal_causes.json).
+    """
+    fact = dict(topology)
+    fact["nodes"] = dict(
+        (name, dict([(key, node[key]) for key in FACT_NODE_KEYS]
+                    + [("cells", dict((str(c["id"]), c["allocatable_cpus"]) for c in node["cells"]))]))
+        for name, node in topology["nodes"].items())
+    return fact

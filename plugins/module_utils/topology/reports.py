@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """What cpu_topology leaves in ``report_dir`` for a CI lane's artifacts.
 
-Owns: the content of ``dra-cpu-topology.json`` (the ``dra_cpu_topology`` fact, after a successful
-wait) and of ``dra-cpu-failure.json`` (after a failed one: the message, the nodes still pending with
-their driver pod's state and last log lines, the topology of the nodes that did complete, every
+Owns: the content of ``dra-cpu-topology.json`` (the ``dra_cpu_topology`` fact and, as
+``node_details``, each node's whole topology: devices, CPU ids, SMT, pool, slices, mode, after a
+successful wait) and of ``dra-cpu-failure.json`` (after a failed one: the message, the nodes still
+pending with their driver pod's state and last log lines, the topology and node details of the nodes
+that did complete, every
 ResourceSlice of the driver and the state of every driver pod), so that a failed lane's artifacts
 say why. The files and how they are written are report_files.py; reading the pods' logs is
 pod_diagnostics.py.
@@ -36,7 +38,7 @@ def _read(what, read):
         return None, "cannot read %s: %s" % (what, exc.message)
 
 
-def failure_report(api, driver, namespace, selectors, message, result):
+def failure_report(api, driver, namespace, selectors, message, result, detail=None):
     """The failure report: the message and what the wait saw, plus a fresh read of the driver's
     slices and pods (one list each)."""
     slices, slices_error = _read("the ResourceSlices", lambda: api.get_json(
@@ -47,6 +49,7 @@ def failure_report(api, driver, namespace, selectors, message, result):
         "pending_nodes": result.get("pending_nodes") or [],
         # the nodes that completed (a timeout), or all of them (a sizing mismatch)
         "topology": result.get("topology") or (result.get("ansible_facts") or {}).get("dra_cpu_topology"),
+        "node_details": (detail or {}).get("nodes") or {},
         "resource_slices": slices,
         "driver_pods": [dict(pod_state(p), node=pod_node(p)) for p in pods or []],
     }
@@ -56,12 +59,14 @@ def failure_report(api, driver, namespace, selectors, message, result):
     return report
 
 
-def write_topology_reports(report_dir, api, params, selectors, result, failure):
-    """``dra-cpu-topology.json`` after a successful wait, ``dra-cpu-failure.json`` after a failed one.
-    Returns the path written (None without ``report_dir``)."""
+def write_topology_reports(report_dir, api, params, selectors, result, failure, detail=None):
+    """``dra-cpu-topology.json`` after a successful wait, ``dra-cpu-failure.json`` after a failed one;
+    ``detail`` is the detailed topology (fact.cluster_topology). Returns the path written (None
+    without ``report_dir``)."""
     if not report_dir:
         return None
     if failure:
         return write_report(report_dir, FAILURE, failure_report(
-            api, params["driver"], params["namespace"], selectors, failure, result))
-    return write_report(report_dir, TOPOLOGY, result["ansible_facts"]["dra_cpu_topology"])
+            api, params["driver"], params["namespace"], selectors, failure, result, detail))
+    return write_report(report_dir, TOPOLOGY, dict(result["ansible_facts"]["dra_cpu_topology"],
+                                                   node_details=(detail or {}).get("nodes") or {}))

@@ -113,14 +113,16 @@ def run(api, params, reserved, clock=None, sleep=None, report_dir=None):
     with ``report_dir`` the topology or the failure is also written there (reports.py)."""
     selectors, problem = resolve_pod_selectors(api, params["namespace"], params.get("release_name"),
                                                params.get("pod_selector"))
-    result, failure = _wait(api, params, reserved, selectors, problem, clock, sleep)
-    result, failure = _settle(api, params, reserved, selectors, problem, clock, sleep, result, failure)
+    result, failure, detail = _wait(api, params, reserved, selectors, problem, clock, sleep)
+    result, failure, detail = _settle(api, params, reserved, selectors, problem, clock, sleep, result, failure,
+                                      detail)
     # an earlier step's failure to record (the role's rescue): the report is about that one
-    write_topology_reports(report_dir, api, params, selectors, result, params.get("record_failure") or failure)
+    write_topology_reports(report_dir, api, params, selectors, result, params.get("record_failure") or failure,
+                           detail)
     return result, failure
 
 
-def _settle(api, params, reserved, selectors, problem, clock, sleep, result, failure):
+def _settle(api, params, reserved, selectors, problem, clock, sleep, result, failure, detail):
     """Every pool is complete but does not have the sizes asked for: within ``sizing_grace`` seconds
     look again, once a second. After an upgrade (new reservedCPUs) upstream's ResourceSlice
     controller updates a pool in place and keeps its generation when at most one slice changed
@@ -128,17 +130,19 @@ def _settle(api, params, reserved, selectors, problem, clock, sleep, result, fai
     same generation until the new driver publishes, a second or so after its pod turned Ready."""
     grace = params.get("sizing_grace") or 0
     if not (grace > 0 and params["wait"] and failure and result.get("ansible_facts")):
-        return result, failure
+        return result, failure, detail
     now = clock or time.monotonic
     pause = sleep or time.sleep
     deadline = now() + grace
     while failure and result.get("ansible_facts") and now() < deadline:
         pause(1)
-        result, failure = _wait(api, params, reserved, selectors, problem, clock, sleep)
-    return result, failure
+        result, failure, detail = _wait(api, params, reserved, selectors, problem, clock, sleep)
+    return result, failure, detail
 
 
 def _wait(api, params, reserved, selectors, problem, clock, sleep):
+    """One wait (or snapshot): ``(result, failure message or None, detailed topology or None)``; the
+    result holds the fact (fact.fact_of), the table and the sizing checks read the detail."""
     kwargs = dict((k, v) for k, v in (("clock", clock), ("sleep", sleep)) if v is not None)
     waiter = SliceWaiter(api, params["driver"], **kwargs)
     explicit = params.get("nodes")
@@ -147,12 +151,12 @@ def _wait(api, params, reserved, selectors, problem, clock, sleep):
         targets = sorted(set(explicit))
     else:
         if problem and params["wait"]:
-            return empty, problem
+            return empty, problem, None
         targets = driver_nodes(list_driver_pods(api, params["namespace"], selectors))
         if not targets and params["wait"]:
             return empty, (
                 "no driver pod found in namespace %s with %s: is the chart installed, and can its "
-                "DaemonSet run on any node?" % (params["namespace"], describe_selectors(selectors)))
+                "DaemonSet run on any node?" % (params["namespace"], describe_selectors(selectors))), None
 
     if params["wait"]:
         waited = waiter.wait(targets, params["timeout"])
@@ -178,29 +182,30 @@ def _wait(api, params, reserved, selectors, problem, clock, sleep):
             if waited.get("last_error"):
                 message += "\nlast API error: %s" % waited["last_error"]
             # the nodes that did complete are reported all the same (returned as ``topology``)
-            result["topology"] = _facts(api, waited, params)
-            return result, message
+            detail = _facts(api, waited, params)
+            result["topology"] = topo.fact_of(detail)
+            return result, message, detail
 
-    facts = _facts(api, waited, params)
-    result["ansible_facts"] = {"dra_cpu_topology": facts}
-    result["summary"] = render_table(facts)
+    detail = _facts(api, waited, params)
+    result["ansible_facts"] = {"dra_cpu_topology": topo.fact_of(detail)}
+    result["summary"] = render_table(detail)
     # the role's report: the table; not waited for (check mode) with nodes missing or no node at all:
     # the table and one line saying so
     result["report"] = list(result["summary"])
-    if not waited["complete"] or not (params["wait"] or facts.get("nodes")):
+    if not waited["complete"] or not (params["wait"] or detail.get("nodes")):
         result["report"].append(not_published_line([e.get("node") for e in result["pending_nodes"]],
                                                    params["timeout"]))
 
-    problems = sizing.check_sizing(facts, params.get("expected_cells_per_node"),
+    problems = sizing.check_sizing(detail, params.get("expected_cells_per_node"),
                                    params.get("expected_cpus_per_node"), reserved)
     result["sizing_problems"] = problems
     messages = [p["message"] for p in problems]
-    too_small = sizing.check_min_cell_cpus(facts, params.get("min_cell_cpus"))
+    too_small = sizing.check_min_cell_cpus(detail, params.get("min_cell_cpus"))
     if too_small:
         messages.append(too_small)
     if messages:
-        return result, "the published CPU topology does not match: " + "; ".join(messages)
-    return result, None
+        return result, "the published CPU topology does not match: " + "; ".join(messages), detail
+    return result, None, detail
 
 
 def not_ready_nodes(api, params, names):
@@ -216,7 +221,7 @@ def not_ready_nodes(api, params, names):
 
 
 def _facts(api, waited, params):
-    """The topology of the targets that completed: their node topologies were built by the waiter
+    """The detailed topology of the targets that completed: their node topologies were built by the waiter
     as each pool completed, so only the cluster-wide part is left to do here."""
     driver = params["driver"]
     if waited["targets"]:

@@ -37,9 +37,9 @@ def test_complete_at_list_time_sets_facts():
                                                "not_ready_nodes": []}, cluster)
     assert failed is False, result.get("msg")
     facts = result["ansible_facts"]["dra_cpu_topology"]
-    assert facts["nodes"]["node-a"]["cells"] == [
-        {"id": 0, "devices": ["cpudevnuma000"], "allocatable_cpus": 4},
-        {"id": 1, "devices": ["cpudevnuma001"], "allocatable_cpus": 6}]
+    # per node: its total, Ready, generation and cell id -> allocatable CPUs (the devices are in the table)
+    assert facts["nodes"]["node-a"] == {"allocatable_cpus": 10, "ready": True, "pool_generation": 1,
+                                        "cells": {"0": 4, "1": 6}}
     assert facts["max_vm_host_cpus"] == 6
     assert result["summary"][1] == "node-a     0  cpudevnuma000         4"
     assert result["targets"] == ["node-a"]
@@ -58,7 +58,7 @@ def test_watch_completes_pool_one_list_one_watch():
     assert failed is False, result.get("msg")
     facts = result["ansible_facts"]["dra_cpu_topology"]
     assert facts["mode"] == "individual"
-    assert [c["allocatable_cpus"] for c in facts["nodes"]["node01"]["cells"]] == [78, 80]
+    assert facts["nodes"]["node01"]["cells"] == {"0": 78, "1": 80}
     # without not_ready_nodes the Nodes are listed once, after the pool completed
     assert cluster.paths() == [PODS, SLICES, SLICES, NODES]
     assert cluster.calls[2][1]["watch"] == "true"

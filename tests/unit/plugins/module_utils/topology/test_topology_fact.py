@@ -54,6 +54,20 @@ def test_reference_individual(slices):
     assert topo["max_node_host_cpus"] == 10
 
 
+def test_the_fact_keeps_each_cells_cpus_and_the_figures(slices):
+    """fact_of: per node its total, Ready, generation and cell id (a string, as JSON keys are) ->
+    allocatable CPUs; every cluster-wide figure as the detailed topology has it; nothing shared."""
+    detail = t.cluster_topology(t.complete_node_topologies(slices("v010_names_two_nodes.yaml")), not_ready=["node02"])
+    fact = t.fact_of(detail)
+    assert fact["nodes"] == {
+        "node01": {"allocatable_cpus": 10, "ready": True, "pool_generation": 1, "cells": {"0": 4, "1": 6}},
+        "node02": {"allocatable_cpus": 10, "ready": False, "pool_generation": 1, "cells": {"0": 4, "1": 6}}}
+    assert dict(fact, nodes=None) == dict(detail, nodes=None)
+    assert detail["nodes"]["node01"]["cells"][0]["devices"] == ["cpudevnuma000"]   # the detail is untouched
+    individual = t.fact_of(t.build_topology(slices("reference_individual.yaml")))
+    assert individual["nodes"]["node-a"]["cells"] == {"0": 4, "1": 6}
+
+
 def test_grouped_socket_smt(slices):
     topo = t.build_topology(slices("grouped_socket_smt.yaml"))
     assert topo["group_by"] == "socket"

@@ -32,7 +32,11 @@ def test_complete_wait_writes_the_fact(tmp_path):
     result, failed = run_module(cpu_topology, {"report_dir": str(tmp_path / "artifacts")}, cluster)
     assert failed is False, result.get("msg")
     written = json.loads((tmp_path / "artifacts" / "dra-cpu-topology.json").read_text())
+    details = written.pop("node_details")
     assert written == result["ansible_facts"]["dra_cpu_topology"]
+    # the file keeps what the fact leaves out: each cell's devices, the pool, SMT
+    assert details["node-a"]["cells"][0]["devices"] == ["cpudevnuma000"]
+    assert details["node-a"]["pool"] == "node-a" and details["node-a"]["smt_enabled"] is not None
     assert not (tmp_path / "artifacts" / "dra-cpu-failure.json").exists()
 
 
