@@ -90,6 +90,11 @@ def _make_cgroups(name):
     return "/" + rel
 
 
+def real_cpus():
+    """The machine's CPUs, as a cpuset (the runc wrapper maps the nodes' fake ids onto them)."""
+    return ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+
+
 def _bridge(name):
     return f"drn{short_hash()[:6]}{name[-2:]}"
 
@@ -112,6 +117,11 @@ def node_config(name, index, dirs, info, token, spec):
     write_file(os.path.join(nd, "certs.d/registry.k8s.io/hosts.toml"), f'server = "https://registry.k8s.io"\n\n{host}')
     write_file(os.path.join(nd, "certs.d/_default/hosts.toml"), host)
     sock = os.path.join(nd, "containerd", "containerd.sock")
+    # the simulated hardware at the runtime: runc through a wrapper that maps the fake CPU ids a
+    # driver pins containers to (NRI) onto the machine's CPUs, logging each mapping (real-nodes.md)
+    write_file(os.path.join(nd, "runc-cpumap"), f"""#!/bin/sh
+exec {dirs['driver']}/runc-cpumap --runc {dirs['runc']}/runc --real-cpus {real_cpus()} --log {nd}/cpumap.log -- "$@"
+""", 0o755)
     cri = 'plugins."io.containerd.cri.v1'
     write_file(os.path.join(nd, "containerd.toml"), f"""version = 3
 root = "{nd}/containerd/root"
@@ -137,7 +147,7 @@ temp = "{nd}/containerd/tmp"
     [{cri}.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [{cri}.runtime".containerd.runtimes.runc.options]
-        BinaryName = "{dirs['runc']}/runc"
+        BinaryName = "{nd}/runc-cpumap"
         SystemdCgroup = false
         Root = "{nd}/runc"
   [{cri}.runtime".cni]

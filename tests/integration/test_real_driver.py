@@ -12,6 +12,8 @@ behaviour (../shared/reference/dra-driver-cpu.md), read from the real API:
   owned by the Node; the role's report gives those numbers for real01;
 - a Guaranteed pod with a claim starts on the real kubelet: the claim is prepared by the driver
   (NodePrepareResources), the container gets DRA_CPUSET_<claim uid> through CDI from containerd,
+  the driver pins it to those CPUs through NRI and re-pins the shared containers without them
+  (through the node's runc wrapper, which maps the fake CPU ids onto the machine's and logs them),
   and deleting the pod unprepares it (the CDI spec goes).
 Skipped when the real-node binaries are not built (`tests/cluster/build.sh real-node`).
 """
@@ -123,6 +125,29 @@ def test_preflight_reads_the_real_kubelet_and_runtime(installed):
     assert by_check["cpu_manager_policy"]["message"] == f"node {NODE}: cpuManagerPolicy none", findings
 
 
+def fmt(ids):
+    """A cpuset in the kernel's list format (k8s.io/utils/cpuset String: 2-5,8)."""
+    out, ids = [], sorted(ids)
+    while ids:
+        end = 0
+        while end + 1 < len(ids) and ids[end + 1] == ids[end] + 1:
+            end += 1
+        out.append(str(ids[0]) if end == 0 else "%d-%d" % (ids[0], ids[end]))
+        ids = ids[end + 1:]
+    return ",".join(out)
+
+
+def container_pid(var):
+    """The pid of the process whose environment has an entry starting with var."""
+    for env in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            if any(e.startswith(var) for e in open(env, "rb").read().decode(errors="replace").split("\0")):
+                return env.split("/")[2]
+        except OSError:
+            pass
+    raise AssertionError(f"no process with {var}")
+
+
 def test_a_claim_pod_starts_on_the_real_kubelet(mixed, installed):
     core, custom = apis(mixed)
     name = "real-claim"
@@ -166,6 +191,21 @@ def test_a_claim_pod_starts_on_the_real_kubelet(mixed, installed):
         a, _, b = part.partition("-")
         ids |= set(range(int(a), int(b or a) + 1))
     assert len(ids) == 4 and ids <= cell, (cpuset, res["device"])
+
+    # the driver pinned the container to those CPUs through NRI (upstream nri_hooks.go CreateContainer:
+    # a claim's container gets its claims' CPUs), and re-pinned the node's shared containers (here its
+    # own) to the available CPUs minus the claim's (2-11 minus the claim). The machine has fewer CPUs:
+    # the node's runc wrapper maps every fake id onto a real one and logs the cpuset asked for.
+    ctr = core.read_namespaced_pod(name, "default").status.container_statuses[0].container_id.split("//")[1]
+    mapping = os.path.join(node_dir(mixed), "cpumap.log")
+    created = [line.split() for line in open(mapping) if f" create {ctr} cpus " in line]
+    assert [line[4] for line in created] == [fmt(ids)], (open(mapping).read(), cpuset)
+    shared = fmt(set(range(2, 12)) - ids)
+    wait(f"a shared container re-pinned to {shared}",
+         lambda: any(line.split()[1] == "update" and line.split()[4] == shared for line in open(mapping)), timeout=30)
+    with open(f"/proc/{container_pid(var)}/status") as status:
+        allowed = [line.split()[1] for line in status if line.startswith("Cpus_allowed_list:")]
+    assert allowed == [created[0][6]], (allowed, created)   # the mapped cpuset, applied by the kernel
 
     core.delete_namespaced_pod(name, "default")
     wait("the claim pod gone", lambda: not core.list_namespaced_pod(

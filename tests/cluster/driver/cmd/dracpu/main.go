@@ -120,7 +120,8 @@ func run(logger klog.Logger, flavor string, cfg config.Config) error {
 		logger.V(2).Info("device", "name", d.Name, "cpus", set.CPUs[d.Name].String())
 	}
 	drv := plugin.New(client, nodeName, cfg, flavor, set)
-	if err := drv.Start(ctx); err != nil {
+	nriFailed, err := drv.Start(ctx)
+	if err != nil {
 		drv.Stop()
 		return fmt.Errorf("driver failed to start: %w", err)
 	}
@@ -128,7 +129,12 @@ func run(logger klog.Logger, flavor string, cfg config.Config) error {
 	ready.Store(true)
 	logger.Info("driver started", "node", nodeName)
 
-	<-ctx.Done()
+	select {
+	case err := <-nriFailed:
+		// upstream: the NRI plugin's last failure ends the driver (exit 1, the pod restarts)
+		return fmt.Errorf("driver failed: %w", err)
+	case <-ctx.Done():
+	}
 	stop()
 	logger.Info("exiting", "reason", "received signal")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

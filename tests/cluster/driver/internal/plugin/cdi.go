@@ -110,6 +110,9 @@ type preparedClaim struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	CPUs      string `json:"cpus"`
+	// Released: v0.2.0 frees a claim's CPUs when its container stops (nri.go StopContainer), before
+	// the kubelet unprepares it
+	Released bool `json:"released,omitempty"`
 }
 
 func loadCheckpoint(dir string) (map[types.UID]preparedClaim, error) {

@@ -2,9 +2,8 @@
 // DRAPlugin callbacks (prepare.go), built on k8s.io/dynamic-resource-allocation kubeletplugin.
 //
 // Mirrors upstream pkg/driver/driver.go (New, Start, registrarDir, pluginDataDir,
-// checkSocketPathFits, waitForRegistration, Stop), dra_hooks.go PublishResources and HandleError.
-// Not ported: NRI (no connection to /var/run/nri/nri.sock), device health, device metadata,
-// metrics.
+// checkSocketPathFits, waitForRegistration, Stop), dra_hooks.go PublishResources and HandleError;
+// the NRI plugin is nri.go. Not ported: device health, device metadata, metrics.
 package plugin
 
 import (
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/containerd/nri/pkg/stub"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -43,15 +43,18 @@ type Driver struct {
 	client                             kubernetes.Interface
 	helper                             *kubeletplugin.Helper
 
-	mu     sync.Mutex
-	claims map[types.UID]preparedClaim
+	mu         sync.Mutex
+	claims     map[types.UID]preparedClaim
+	containers map[string]containerState // by container id (nri.go)
+	nri        stub.Stub
 }
 
 // New prepares the driver (no listener yet); set holds the devices built from the topology.
 func New(client kubernetes.Interface, nodeName string, cfg config.Config, flavor string, set devices.Set) *Driver {
 	return &Driver{driverName: DriverName, nodeName: nodeName, flavor: flavor, mode: cfg.CPUDeviceMode,
 		kubeletRootDir: cfg.KubeletRootDir, dataDir: PluginDataDir(cfg.KubeletRootDir, DriverName),
-		cdiDir: CDISpecDir, set: set, client: client, claims: map[types.UID]preparedClaim{}}
+		cdiDir: CDISpecDir, set: set, client: client, claims: map[types.UID]preparedClaim{},
+		containers: map[string]containerState{}}
 }
 
 // RegistrarDir is <kubelet-root>/plugins_registry.
@@ -69,20 +72,21 @@ func checkSocketPathFits(root, driver string) error {
 	return nil
 }
 
-// Start registers the plugin with the kubelet, waits for the registration and starts publishing.
-func (d *Driver) Start(ctx context.Context) error {
+// Start registers the plugin with the kubelet, waits for the registration, starts the NRI plugin
+// and publishing. The channel gets an error when the NRI plugin failed for good (the driver exits).
+func (d *Driver) Start(ctx context.Context) (<-chan error, error) {
 	logger := klog.FromContext(ctx)
 	if d.flavor == config.FlavorMain {
 		if err := checkSocketPathFits(d.kubeletRootDir, d.driverName); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := os.MkdirAll(d.dataDir, 0o750); err != nil {
-		return fmt.Errorf("failed to create plugin path %s: %w", d.dataDir, err)
+		return nil, fmt.Errorf("failed to create plugin path %s: %w", d.dataDir, err)
 	}
 	claims, err := loadCheckpoint(d.dataDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.claims = claims
 	logger.Info("Initialized CDI manager", "driverName", d.driverName, "cdiDir", d.cdiDir, "preparedClaims", len(claims))
@@ -94,15 +98,18 @@ func (d *Driver) Start(ctx context.Context) error {
 		kubeletplugin.PluginDataDirectoryPath(d.dataDir),
 	)
 	if err != nil {
-		return fmt.Errorf("start kubelet plugin: %w", err)
+		return nil, fmt.Errorf("start kubelet plugin: %w", err)
 	}
 	d.helper = helper
 	if err := d.waitForRegistration(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	logger.Info("NRI is not implemented by this test driver: containers are not pinned")
+	nriFailed, err := d.startNRI(ctx)
+	if err != nil {
+		return nil, err
+	}
 	go d.PublishResources(ctx)
-	return nil
+	return nriFailed, nil
 }
 
 // waitForRegistration is upstream's: poll RegistrationStatus every second for 30 s; on timeout
@@ -170,8 +177,11 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	}
 }
 
-// Stop stops the kubelet plugin helper.
+// Stop stops the NRI plugin and the kubelet plugin helper.
 func (d *Driver) Stop() {
+	if d.nri != nil {
+		d.nri.Stop()
+	}
 	if d.helper != nil {
 		d.helper.Stop()
 	}

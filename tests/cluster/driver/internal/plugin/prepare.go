@@ -7,7 +7,7 @@
 // other claims; an already prepared claim reuses its CPUs), prepareDevices and
 // UnprepareResourceClaims. Differences: CPUs of a grouped device are picked lowest id first
 // (upstream: cpumanager.TakeByTopologyNUMAPacked), machine mode picks the same way instead of
-// requiring an opaque cpuset config, no device metadata, and no NRI: nothing pins containers.
+// requiring an opaque cpuset config, no device metadata. Pinning is nri.go.
 package plugin
 
 import (
@@ -24,11 +24,11 @@ import (
 	"kubevirtci.io/dra-cpu/testdriver/internal/devices"
 )
 
-// held returns the CPUs prepared for claims other than uid.
+// held returns the CPUs prepared for claims other than uid (and not released, nri.go).
 func (d *Driver) held(uid types.UID) cpuset.CPUSet {
 	out := cpuset.New()
 	for u, c := range d.claims {
-		if u == uid {
+		if u == uid || c.Released {
 			continue
 		}
 		if set, err := cpuset.Parse(c.CPUs); err == nil {

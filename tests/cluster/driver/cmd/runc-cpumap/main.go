@@ -1,0 +1,260 @@
+// Command runc-cpumap is the test node's runc as containerd calls it (the runtime's BinaryName): it
+// maps the CPU ids of the node's simulated topology onto the machine's real CPUs, then runs the
+// real runc with the same arguments. Part of simulating the hardware, not of any driver.
+//
+//	runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> -- <runc arguments>
+//
+// The node's kubelet and its driver see the fake CPU tree (12 CPUs by default); the machine has
+// fewer. A driver that pins containers through NRI, as upstream dra-driver-cpu does, asks for fake
+// ids (2-5), which the kernel refuses ("numerical result out of range"). So in `create` / `run`
+// (the bundle's config.json, linux.resources.cpu.cpus) and in `update` (`--resources <file|->`,
+// `--cpuset-cpus`) every fake id c becomes real[c mod len(real)], and one line per mapping
+// (`<command> <container> cpus <fake> -> <real>`) goes to the log, so the cpuset the driver intended
+// stays visible. Every other command runs unchanged.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/utils/cpuset"
+)
+
+// global runc options that take a value (go-runc passes them before the command)
+var valueFlags = map[string]bool{"--root": true, "--log": true, "--log-format": true, "--criu": true, "--rootless": true}
+
+// Map turns a cpuset of fake ids into one of real ids: fake c -> real[c mod len(real)].
+func Map(fake string, real []int) (string, error) {
+	set, err := cpuset.Parse(fake)
+	if err != nil {
+		return "", err
+	}
+	out := cpuset.New()
+	for _, c := range set.List() {
+		out = out.Union(cpuset.New(real[c%len(real)]))
+	}
+	return out.String(), nil
+}
+
+// command returns the index of the runc command in args (after the global options), or -1.
+func command(args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			return i
+		}
+		if valueFlags[a] {
+			i++
+		}
+	}
+	return -1
+}
+
+// option returns the index of the value of option name (or short) after start, or -1 (name=value: the index of that arg).
+func option(args []string, start int, names ...string) (int, bool) {
+	for i := start; i < len(args); i++ {
+		for _, n := range names {
+			if args[i] == n && i+1 < len(args) {
+				return i + 1, false
+			}
+			if strings.HasPrefix(args[i], n+"=") {
+				return i, true
+			}
+		}
+	}
+	return -1, false
+}
+
+// mapResources maps cpu.cpus of a LinuxResources JSON object; ok is false when it holds none.
+func mapResources(res map[string]any, real []int) (from, to string, ok bool, err error) {
+	cpu, _ := res["cpu"].(map[string]any)
+	if cpu == nil {
+		return "", "", false, nil
+	}
+	from, _ = cpu["cpus"].(string)
+	if from == "" {
+		return "", "", false, nil
+	}
+	if to, err = Map(from, real); err != nil {
+		return "", "", false, err
+	}
+	cpu["cpus"] = to
+	return from, to, true, nil
+}
+
+type mapper struct {
+	real []int
+	log  io.Writer
+	dir  string // where mapped --resources documents are written (the log's directory)
+}
+
+func (m mapper) note(cmd, id, from, to string) {
+	fmt.Fprintf(m.log, "%s %s %s cpus %s -> %s\n", time.Now().UTC().Format(time.RFC3339Nano), cmd, id, from, to)
+}
+
+// create maps the bundle's config.json in place.
+func (m mapper) create(args []string, at int) error {
+	bundle := "."
+	if i, eq := option(args, at+1, "--bundle", "-b"); i >= 0 {
+		bundle = args[i]
+		if eq {
+			bundle = args[i][strings.Index(args[i], "=")+1:]
+		}
+	}
+	path := filepath.Join(bundle, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	linux, _ := spec["linux"].(map[string]any)
+	res, _ := linux["resources"].(map[string]any)
+	if res == nil {
+		return nil
+	}
+	from, to, ok, err := mapResources(res, m.real)
+	if err != nil || !ok {
+		return err
+	}
+	if data, err = json.Marshal(spec); err != nil {
+		return err
+	}
+	m.note(args[at], args[len(args)-1], from, to)
+	return os.WriteFile(path, data, 0o600)
+}
+
+// update maps --cpuset-cpus and the --resources document (stdin for "-": a mapped copy in a file).
+func (m mapper) update(args []string, at int) ([]string, error) {
+	id := args[len(args)-1]
+	if i, eq := option(args, at+1, "--cpuset-cpus"); i >= 0 {
+		val := args[i]
+		if eq {
+			val = val[len("--cpuset-cpus="):]
+		}
+		to, err := Map(val, m.real)
+		if err != nil {
+			return nil, err
+		}
+		m.note("update", id, val, to)
+		args[i] = to
+		if eq {
+			args[i] = "--cpuset-cpus=" + to
+		}
+	}
+	i, eq := option(args, at+1, "--resources", "-r")
+	if i < 0 {
+		return args, nil
+	}
+	src := args[i]
+	if eq {
+		src = src[strings.Index(src, "=")+1:]
+	}
+	var data []byte
+	var err error
+	if src == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(src)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var res map[string]any
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("update resources: %w", err)
+	}
+	from, to, ok, err := mapResources(res, m.real)
+	if err != nil || !ok {
+		if src == "-" && err == nil { // stdin was consumed: hand runc the same document
+			return m.resourcesFile(args, i, eq, data)
+		}
+		return args, err
+	}
+	if data, err = json.Marshal(res); err != nil {
+		return nil, err
+	}
+	m.note("update", id, from, to)
+	return m.resourcesFile(args, i, eq, data)
+}
+
+func (m mapper) resourcesFile(args []string, i int, eq bool, data []byte) ([]string, error) {
+	f, err := os.CreateTemp(m.dir, "runc-cpumap-*.json")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return nil, err
+	}
+	if eq {
+		args[i] = "--resources=" + f.Name()
+	} else {
+		args[i] = f.Name()
+	}
+	return args, nil
+}
+
+func run() error {
+	a := os.Args[1:]
+	var runc, realCPUs, logPath string
+	for len(a) > 0 && a[0] != "--" {
+		if len(a) < 2 {
+			return fmt.Errorf("usage: runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> -- <runc arguments>")
+		}
+		switch a[0] {
+		case "--runc":
+			runc = a[1]
+		case "--real-cpus":
+			realCPUs = a[1]
+		case "--log":
+			logPath = a[1]
+		default:
+			return fmt.Errorf("unknown option %s", a[0])
+		}
+		a = a[2:]
+	}
+	if len(a) == 0 || runc == "" || realCPUs == "" || logPath == "" {
+		return fmt.Errorf("usage: runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> -- <runc arguments>")
+	}
+	args := append([]string{}, a[1:]...)
+	set, err := cpuset.Parse(realCPUs)
+	if err != nil || set.Size() == 0 {
+		return fmt.Errorf("--real-cpus %q: not a non-empty cpuset", realCPUs)
+	}
+	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	m := mapper{real: set.List(), log: logf, dir: filepath.Dir(logPath)}
+	if at := command(args); at >= 0 {
+		switch args[at] {
+		case "create", "run":
+			err = m.create(args, at)
+		case "update":
+			args, err = m.update(args, at)
+		}
+		if err != nil {
+			fmt.Fprintf(logf, "%s error %v\n", time.Now().UTC().Format(time.RFC3339Nano), err)
+			logf.Close()
+			return err
+		}
+	}
+	logf.Close()
+	return syscall.Exec(runc, append([]string{runc}, args...), os.Environ())
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "runc-cpumap: %v\n", err)
+		os.Exit(1)
+	}
+}
