@@ -231,6 +231,9 @@ def test_verify_proves_the_pod_starts_on_the_real_kubelet(mixed, installed, only
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
     assert f"claim for 6 CPUs allocated: node {NODE}" in text, text
     assert "test pod Running, QoS Guaranteed" in text, text
+    # the 6 CPUs of cell 1 (6-11; the default size is max_vm_host_cpus, cell 0 has 4), as the driver
+    # logs its NRI pinning (upstream nri_hooks.go CreateContainer "guaranteed CPUs found")
+    assert f"its container pinned to CPUs 6-11 (the driver's log on {NODE})" in text, text
 
 
 def test_verify_fails_with_the_events_when_the_pod_cannot_start(mixed, installed, only_real_node_schedulable):
