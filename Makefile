@@ -13,20 +13,28 @@ COLL_BUILD := $(SANITY_ROOT)/ansible_collections/kubevirtci/dra_cpu
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: build-1.35 build-1.37 build-helm-old build-real-node newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: build-first build-binaries build-1.35 build-1.37 build-helm-old build-real-node newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration molecule docs-check bench clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
 	@hack/setup.sh
 
-build: deps                 ## real etcd, helm, kube-* (1.36, and 1.35 + 1.37 for their tests), the real nodes' binaries (cached by version outside the checkout)
+build: deps build-binaries  ## real etcd, helm, kube-* (1.36, and 1.35 + 1.37 for their tests), the real nodes' binaries (cached by version outside the checkout)
+
+build-first: deps           ## what every test cluster needs: etcd, helm, Kubernetes 1.36 (cached)
 	@tests/cluster/build.sh all >/dev/null
-	@# the other Kubernetes versions the tests run on (about 5 min each on a new machine, then cached):
-	@# built by default, so a new machine runs their cases instead of skipping them
-	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes >/dev/null
-	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
+
+# The builds in the order the suite first needs them (no deps: `make test` runs this behind its
+# stages, see hack/build_behind.sh; the integration tests that need a later one run last and wait
+# for it, tests/integration/late_builds.py). The other Kubernetes versions take about 7 min each on a
+# new machine, then are cached: built by default, so a new machine runs their cases instead of
+# skipping them.
+build-binaries:
+	@tests/cluster/build.sh all >/dev/null
 	@tests/cluster/build.sh helm-old >/dev/null
 	@tests/cluster/build.sh real-node >/dev/null
+	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes >/dev/null
+	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
 
 build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
 	tests/cluster/build.sh helm-old
@@ -34,7 +42,7 @@ build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/
 build-real-node: deps       ## kubelet, containerd, runc, CNI plugins, crane, pause for CLUSTER_REAL_NODES (part of build; cached; ~5 min first time)
 	tests/cluster/build.sh real-node
 
-cluster-up: build           ## start the hermetic test cluster (idempotent)
+cluster-up: build-first     ## start the hermetic test cluster (idempotent; real nodes build their binaries on first use)
 	@$(CLUSTER) up
 
 cluster-down: deps          ## stop it and remove everything it started
@@ -62,7 +70,7 @@ lint: deps                  ## ansible-lint (production profile), README variabl
 	$(PY) hack/check_variables.py
 	VENV=$(VENV) hack/lint_collection_docs.sh
 
-integration: build          ## pytest against the hermetic test clusters (brings them up and down)
+integration: build-first    ## pytest against the hermetic test clusters (brings them up and down; the tests needing a later build run last, building or waiting for it)
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \
 	  $(PY) -m pytest tests/integration -q -rs --durations=15 -p no:cacheprovider
 
@@ -92,8 +100,9 @@ newest: deps                ## the newest Ansible (ansible 14 / ansible-core 2.2
 	.venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \
 	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
 
-test: deps                  ## everything CI runs, stage by stage, with each stage's wall time at the end
-	@hack/stages.sh unit sanity lint integration molecule newest
+test: deps                  ## everything CI runs, stage by stage, with each stage's wall time at the end; the binaries build behind the stages
+	@hack/build_behind.sh start
+	@trap 'hack/build_behind.sh stop' EXIT; hack/stages.sh unit sanity lint integration molecule newest
 
 check: deps                 ## quick feedback: unit + sanity + lint (no cluster)
 	@hack/stages.sh unit sanity lint

@@ -6,6 +6,8 @@
   environment's knobs, and `cluster.py down` at the end unless `CLUSTER_KEEP=true`.
 - `cluster_factory` (session): start extra clusters with their own state dir and knobs; each one
   is torn down at the end of the session (or earlier with `.down()`).
+- the `late_build(what)` mark (late_builds.py): such tests run last, in the Makefile's build order,
+  after their binary is built or waited for, outside their timeout.
 """
 import json
 import os
@@ -17,9 +19,51 @@ import tempfile
 
 import pytest
 
+import late_builds
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER_PY = os.path.join(REPO, "tests", "cluster", "cluster.py")
 DEFAULT_STATE = os.path.join(REPO, ".cluster")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "late_build(what): needs a binary of the Makefile's build-binaries "
+                                       "built after the first cluster's; runs last, after it is built")
+
+
+def _late(item):
+    mark = item.get_closest_marker("late_build")
+    return mark.args[0] if mark else None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests with late_build last, in the build order; the others keep theirs (a stable sort)."""
+    steps = late_builds.recipe()
+    items[:] = sorted(items, key=lambda i: -1 if _late(i) is None else late_builds.order(_late(i), steps))
+
+
+_BUILT = {}   # what -> None (there) or the error text of its build
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Before a late_build test's timeout starts: its binary, built or waited for once a session."""
+    what = _late(item)
+    if what is not None and what not in _BUILT:
+        reporter = item.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter:
+            reporter.write_line(f"[late build] {what}: asking tests/cluster/build.sh (waits for the build behind)")
+        took, _BUILT[what] = late_builds.ensure(what)
+        if reporter:
+            reporter.write_line(f"[late build] {what}: {'ready' if _BUILT[what] is None else 'FAILED'} "
+                                f"after {took:.0f} s")
+    yield
+
+
+def pytest_runtest_setup(item):
+    what = _late(item)
+    if what is not None and _BUILT.get(what):
+        pytest.fail(f"{what} could not be built: {_BUILT[what]}", pytrace=False)
 
 
 def parse_env(text):

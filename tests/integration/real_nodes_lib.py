@@ -2,34 +2,27 @@
 
 test_real_node.py, test_real_driver.py and test_real_faults.py each bring up a cluster with one real
 node (CLUSTER_REAL_NODES=1: a real kubelet + containerd, tests/cluster/cluster_real_node.py) named
-NODE, tainted TAINT_KEY:NoExecute so only pods that ask for it run there. `skip_marks()` skips a
-module when the real-node binaries are not built or the run is not root, with the reason; `wait`
+NODE, tainted TAINT_KEY:NoExecute so only pods that ask for it run there. `skip_marks()` runs a
+module last, after the real-node binaries are built (late_builds.py), and skips it, saying why, only
+when the run is not root; `wait`
 polls; the rest read the driver's ResourceSlices, pods and the nodes' taints from the real API.
 """
-import glob
 import os
 import time
 from contextlib import contextmanager
 
 import pytest
 
-CACHE = os.path.abspath(os.environ.get("CLUSTER_CACHE_DIR") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kubevirtci-dra-cpu"))
-K8S = os.environ.get("CLUSTER_K8S_VERSION", "v1.36.3")
-NEEDED = [f"kubelet/{K8S}/kubelet", "containerd/v2.4.2/containerd", "containerd/v2.4.2/containerd-shim-runc-v2",
-          "cni-plugins/v1.9.1/bridge", "cni-plugins/v1.9.1/host-local", "cni-plugins/v1.9.1/loopback",
-          "crane/v0.22.1/crane", "pause/*/pause", "runc/*/runc", f"kube-proxy/{K8S}/kube-proxy", "driver/*/dracpu"]
-MISSING = [n for n in NEEDED if not glob.glob(os.path.join(CACHE, n))]
 NODE = "real01"
 TAINT_KEY = "dra-cpu.kubevirtci.io/real-node"
 DRIVER_NS = "dra-driver-cpu"
 
 
 def skip_marks():
-    """The marks every real-node module carries: skipped, saying why, without the binaries or root."""
+    """The marks every real-node module carries: run last, after the real-node build; skipped, saying
+    why, when not root."""
     return [
-        pytest.mark.skipif(bool(MISSING), reason="real-node binaries not built (run `tests/cluster/build.sh "
-                                                 f"real-node`; missing in {CACHE}: {', '.join(MISSING)})"),
+        pytest.mark.late_build("real-node"),
         pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
     ]
 

@@ -2,7 +2,8 @@
 
 The older helm is real: helm v3.18.4 (the last release validating with a draft-7 library) built from
 Go modules like the cluster's own (tests/cluster/tools/helm-v3.18.4, `make build-helm-old`, cached
-under ${XDG_CACHE_HOME:-~/.cache}/kubevirtci-dra-cpu/helm/). First the proof that it really
+under ${XDG_CACHE_HOME:-~/.cache}/kubevirtci-dra-cpu/helm/; these tests run last, after that build:
+late_builds.py). First the proof that it really
 validates the 0.3.0 chart wrongly while the cluster's helm does not; then the role with that helm
 first on PATH (replaced by a download of dra_cpu_helm_version from the cluster's helm mirror) and
 as dra_cpu_helm_binary (refused before any change).
@@ -17,7 +18,7 @@ import yaml
 
 from ansible_run import BIN, run_playbook
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.late_build("helm-old")]
 
 REPO = Path(__file__).resolve().parents[2]
 CHARTS = REPO / "tests" / "fixtures" / "charts" / "dra-driver-cpu"
@@ -36,8 +37,7 @@ NEW_VERSION = _pinned(TOOLS / "helm" / "go.mod")
 
 def _binary(version):
     path = CACHE / "helm" / version / "helm"
-    if not os.access(path, os.X_OK):
-        pytest.skip(f"helm {version} is not built: run `make build-helm-old` / `make build` ({path})")
+    assert os.access(path, os.X_OK), f"helm {version} was built, yet {path} is not there"
     return str(path)
 
 

@@ -15,7 +15,7 @@ behaviour (../shared/reference/dra-driver-cpu.md), read from the real API:
   the driver pins it to those CPUs through NRI and re-pins the shared containers without them
   (through the node's runc wrapper, which maps the fake CPU ids onto the machine's and logs them),
   and deleting the pod unprepares it (the CDI spec goes).
-Skipped when the real-node binaries are not built (`tests/cluster/build.sh real-node`).
+Runs last, after the real-node binaries are built (`tests/cluster/build.sh real-node`; late_builds.py).
 """
 import glob
 import json

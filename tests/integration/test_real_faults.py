@@ -15,7 +15,7 @@ of the kubelet's 30 s before it removes the gone driver's slices).
 
 The cases run in file order on one cluster: a bad config, a deleted pod, a driver gone, a kubelet
 stopped (last: it leaves the node's conditions freshly changed). About 4 minutes.
-Skipped when the real-node binaries are not built (`tests/cluster/build.sh real-node`).
+Runs last, after the real-node binaries are built (`tests/cluster/build.sh real-node`; late_builds.py).
 """
 import os
 import re

@@ -5,8 +5,8 @@ node proxy, nodeInfo from the CRI), a hostNetwork pod and a bridge-network pod r
 harness-built pause image pulled through the registry mirror from the local registry, and
 `cluster.py down` leaves nothing behind: processes, mounts, the bridge and its veths, cgroup
 dirs, host sysctls, the iptables chains of the real kube-proxy (which serves the `kubernetes`
-Service while the node runs). Skipped when the real-node binaries are not built (`tests/cluster/build.sh
-real-node`, about 5 minutes after the control plane's build).
+Service while the node runs). Runs last, after the real-node binaries are built (`tests/cluster/build.sh
+real-node`, about 5 minutes on a new machine; late_builds.py).
 """
 import glob
 import hashlib

@@ -5,7 +5,7 @@ The driver would run there (the chart's tolerations are widened to the real node
 so preflight must read the policy from that kubelet's own /configz (through the API server's node
 proxy) and stop the install before anything is written, naming the node, the check and the fix.
 Upstream: a static CPU manager and the driver conflict (../shared/reference/dra-driver-cpu.md,
-"Known upstream issues"). Skipped when the real-node binaries are not built.
+"Known upstream issues"). Runs last, after the real-node binaries are built.
 """
 import json
 
