@@ -6,6 +6,9 @@ directory outside the checkout (no ansible.cfg of the repository) against the se
 the `ansible` PyPI bundle's site-packages, as for a pip user (Galaxy is not reachable here).
 
 Tests in this module run in order and share the installed artifact.
+
+Nodes: the session cluster's simulated node (tests/cluster/sim); what is tested is the artifact and
+the install flow, which the real-node modules (test_real_*.py) run on a real kubelet.
 """
 import importlib.util
 import json

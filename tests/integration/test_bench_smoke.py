@@ -4,6 +4,8 @@ It brings up its own clusters (state dirs /tmp/dracpu-bench-smoke-<n>, torn down
 asserts that the report is produced, that none of the collection's paths (the module with and
 without `nodes`, the role's tasks through ansible-playbook) reported ready too early, and that each
 waiter's peak memory is its own.
+
+Nodes: simulated (kwok style), as the benchmark's: its 1,000-node case can only be simulated here.
 """
 import json
 import os

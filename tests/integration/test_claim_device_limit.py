@@ -5,6 +5,8 @@ devices. In individual mode a claim is one device per CPU, so on a node with 80 
 cell (78 allocatable, 0-1 reserved) the largest claim is 32, not 78: install reports 32 and
 playbooks/verify.yml's default claim (that size) is allocated, while a claim of 33 devices, which the
 cell could hold, is refused by the scheduler.
+
+Nodes: one simulated node of 80 vCPUs in one cell (not moved to a real one yet).
 """
 import pytest
 

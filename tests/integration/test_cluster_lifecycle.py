@@ -1,6 +1,8 @@
 """The test cluster itself: what `cluster.py up` provides, and that `down` leaves nothing behind.
 
 Runs its own cluster in a private state dir, so it never disturbs the session `cluster`.
+
+Nodes: the simulated ones; the real node's lifecycle (down leaves nothing) is test_real_node.py's.
 """
 import hashlib
 import json

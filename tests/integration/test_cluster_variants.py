@@ -1,5 +1,11 @@
 """The role against clusters that differ from the default: node topologies, incompatible nodes,
-the DRAConsumableCapacity gate off, an old container runtime."""
+the DRAConsumableCapacity gate off, an old container runtime.
+
+Nodes: simulated, because the cases need what a real node here cannot be: container runtimes a real
+containerd 2.4.2 cannot report (containerd 1.7, CRI-O), several nodes of different topologies and
+kubelet policies at once, and a 1.35 control plane without a 1.35 kubelet build. The static policy
+on a real kubelet is test_real_static.py's.
+"""
 
 import pytest
 

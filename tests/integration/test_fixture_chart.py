@@ -3,6 +3,8 @@
 No cluster needed: `helm lint` and `helm template` only. The helm binary is the one the test
 cluster uses: $CLUSTER_HELM_BINARY, else the build cache of tests/cluster/build.sh, else `helm`
 on PATH; the module is skipped (with the reason) when none exists.
+
+Nodes: none.
 """
 
 import json

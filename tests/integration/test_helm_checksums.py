@@ -4,6 +4,8 @@ Against the test cluster's helm mirror (a local build of the release, not helm's
 so the tests pin the mirror's own digest where they want a match): a pinned version/platform is
 checked against the pin only and refused before anything is unpacked when the mirror's file
 differs; an unpinned one falls back to the mirror's .sha256sum and the run says so.
+
+Nodes: they play no part (helm's download and checksum); the session cluster's simulated node.
 """
 import urllib.request
 

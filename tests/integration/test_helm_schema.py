@@ -7,6 +7,8 @@ late_builds.py). First the proof that it really
 validates the 0.3.0 chart wrongly while the cluster's helm does not; then the role with that helm
 first on PATH (replaced by a download of dra_cpu_helm_version from the cluster's helm mirror) and
 as dra_cpu_helm_binary (refused before any change).
+
+Nodes: they play no part (helm's schema validation); the session cluster's simulated node.
 """
 import os
 import re

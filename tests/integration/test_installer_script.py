@@ -6,6 +6,9 @@ HOME and KUBEVIRTCI_CONFIG_PATH, the cluster's kubeconfig at $KUBEVIRTCI_CONFIG_
 machine's own pip settings (PIP_*) are passed through: they say how this host reaches PyPI.
 
 Tests in this module run in order: the first builds the private environment the others reuse.
+
+Nodes: the session cluster's simulated node (not moved to a real one yet: the script's steps do not
+depend on the kubelet; the real-kubelet path is test_real_driver.py's).
 """
 import glob
 import json

@@ -7,6 +7,8 @@ first write, and a kubeconfig given as a dict has only its secrets hidden.
 - preflight with a dict kubeconfig at -vvv: its report reads `resource.k8s.io/v1` and the server
   version unmasked; no credential of the kubeconfig appears anywhere in the output.
 - target_cluster names the API server and context the client was built from.
+
+Nodes: they play no part (which cluster is touched, what is masked); simulated.
 """
 import os
 import re

@@ -1,4 +1,7 @@
-"""playbooks/kubevirt_feature_gate.yml adds CPUsWithDRA and keeps the gates already there."""
+"""playbooks/kubevirt_feature_gate.yml adds CPUsWithDRA and keeps the gates already there.
+
+Nodes: they play no part (a KubeVirt CR is edited); the session cluster's simulated node.
+"""
 import os
 import time
 

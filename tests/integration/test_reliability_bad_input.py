@@ -5,6 +5,8 @@ All cases run in ONE ansible-playbook process (a block/rescue per case: the role
 the validate module and whatever else fails), with a kubeconfig of its own (a ServiceAccount bound
 to cluster-admin, token from the TokenRequest API), so the kube-apiserver audit log
 (CLUSTER_AUDIT_LOG=true) can count every write that identity made: the goal is zero.
+
+Nodes: they play no part (every case fails before a write); simulated.
 """
 import json
 import os

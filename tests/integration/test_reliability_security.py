@@ -1,6 +1,10 @@
 """Security (issue 6): verified helm download, no secrets in output (even at -vvv and on failure),
 least privilege (docs/rbac.yml is enough; a missing permission names verb and resource), and an
-uninstall that never removes what the collection does not own. Runs on the 'driver' cluster."""
+uninstall that never removes what the collection does not own. Runs on the 'driver' cluster.
+
+Nodes: simulated (not moved to a real one yet: RBAC, masking and uninstall do not depend on the
+kubelet).
+"""
 import hashlib
 import json
 import os

@@ -2,7 +2,11 @@
 for a lane's artifacts, against the session test cluster. A passing run: the preflight findings and
 the dra_cpu_topology fact; a failed topology step (the published cells do not match the sizing rule)
 and a failed helm install (a value the chart's schema refuses): the message, the driver's
-ResourceSlices and its pods' state; check mode: nothing."""
+ResourceSlices and its pods' state; check mode: nothing.
+
+Nodes: the session cluster's simulated node (not moved to a real one yet; its failures are the
+role's, a mismatch of the sizing rule and a value the chart refuses).
+"""
 import json
 
 from ansible_run import run_playbook

@@ -2,6 +2,9 @@
 
 Tests in this module run in order and share the cluster; each one states the cluster state it
 needs first (installed / not installed), so a failure in one does not cascade into false passes.
+
+Nodes: the simulated node (not moved to a real one yet; the same flow on a real kubelet and driver,
+install, verify, the in-place upgrade, is test_real_driver.py's).
 """
 import hashlib
 import http.server
