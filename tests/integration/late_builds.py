@@ -38,7 +38,7 @@ def recipe(makefile=os.path.join(REPO, "Makefile")):
 
 def order(what, steps=None):
     """The position of `what` in the recipe (unknown names last, so a typo cannot hide a test)."""
-    names = [w for w, _ in (steps if steps is not None else recipe())]
+    names = [step[0] for step in (steps if steps is not None else recipe())]
     if what not in names:
         raise ValueError(f"late_build({what!r}): not a line of the Makefile's build-binaries recipe "
                          f"({', '.join(names)})")

@@ -1,28 +1,40 @@
-"""Kubernetes' limit on the devices of one claim, against the real scheduler.
+"""Kubernetes' limit on the devices of one claim, against the real scheduler, on a real node.
 
 k8s.io/api resource/v1 `AllocationResultsMaxSize = 32`: a claim's allocation holds at most 32
 devices. In individual mode a claim is one device per CPU, so on a node with 80 CPUs in one NUMA
 cell (78 allocatable, 0-1 reserved) the largest claim is 32, not 78: install reports 32 and
-playbooks/verify.yml's default claim (that size) is allocated, while a claim of 33 devices, which the
-cell could hold, is refused by the scheduler.
+playbooks/verify.yml's default claim (that size) is allocated and its pod starts, while a claim of
+33 devices, which the cell could hold, is refused by the scheduler.
 
-Nodes: one simulated node of 80 vCPUs in one cell (not moved to a real one yet).
+Nodes: real01 is a real kubelet + containerd (tests/cluster/cluster_real_node.py) whose fake CPU
+tree has 80 CPUs in one cell, running the project's driver (a real kubelet plugin on
+k8s.io/dynamic-resource-allocation) in individual mode; the harness needs one simulated node too
+(node01, the same topology), kept out of verify's way by a NoSchedule taint. Runs last, after the
+real-node binaries are built (late_builds.py).
 """
 import pytest
 
 from ansible_run import run_playbook
+from real_nodes_lib import NODE, TAINT_KEY, only_real_node_schedulable as taint_simulated, skip_marks
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = skip_marks() + [pytest.mark.timeout(1200)]
 
-INDIVIDUAL = {"dra_cpu_cpu_device_mode": "individual"}
+# the chart's default tolerates NoSchedule taints only; the real node carries a NoExecute one
+INDIVIDUAL = {"dra_cpu_cpu_device_mode": "individual",
+              "dra_cpu_chart_values": {"tolerations": [{"operator": "Exists"}]}}
+ON_REAL = {"dra_cpu_verify_tolerations": [{"key": TAINT_KEY, "operator": "Exists"}]}
 LIMIT = 32   # k8s.io/api resource/v1 AllocationResultsMaxSize
 
 
 @pytest.fixture(scope="module")
 def big_cell(cluster_factory):
-    """One node, 80 vCPUs in one NUMA cell (kubevirtci's KUBEVIRT_NUM_VCPU / KUBEVIRT_NUM_NUMA_NODES)."""
-    return cluster_factory("claim-limit", KUBEVIRT_NUM_VCPU=80, KUBEVIRT_NUM_NUMA_NODES=1,
-                           CLUSTER_SLICE_DELETE_DELAY=3)
+    """80 vCPUs in one NUMA cell (kubevirtci's KUBEVIRT_NUM_VCPU / KUBEVIRT_NUM_NUMA_NODES) on the real
+    node and the simulated one."""
+    c = cluster_factory("claim-limit", KUBEVIRT_NUM_VCPU=80, KUBEVIRT_NUM_NUMA_NODES=1, CLUSTER_REAL_NODES=1,
+                        CLUSTER_SLICE_DELETE_DELAY=3)
+    yield c
+    # down at the module's end: clusters with real nodes share the host's kube-proxy, one at a time
+    c.down()
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +44,18 @@ def installed(big_cell):
     return r
 
 
+@pytest.fixture
+def only_real(big_cell):
+    with taint_simulated(big_cell):
+        yield
+
+
 def test_install_reports_the_claim_limit_not_the_cell(installed):
     topo = installed.fact("dra_cpu_topology")
     assert topo["mode"] == "individual", topo["mode"]
     # the kubevirtci sizing rule held (the role checked it): one cell of 80 - 2 reserved CPUs
-    assert topo["nodes"]["node01"]["cells"] == {"0": 78}
-    assert topo["largest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 78}
+    assert topo["nodes"][NODE]["cells"] == {"0": 78}
+    assert {k: v for k, v in topo["largest_cell"].items() if k != "node"} == {"id": 0, "allocatable_cpus": 78}
     assert (topo["max_vm_host_cpus"], topo["max_node_host_cpus"], topo["claim_device_limit"]) == (LIMIT,) * 3
     table = installed.result("Wait until every driver node has published its CPU topology")["summary"]
     assert "largest VM that fits: 32 host CPUs on one node (at most 32 devices, one per CPU)" \
@@ -46,21 +64,27 @@ def test_install_reports_the_claim_limit_not_the_cell(installed):
         in table, table
 
 
-def test_verify_default_claim_is_allocated(big_cell, installed):
-    """The default size (max_vm_host_cpus) is one the scheduler allocates: 32 devices, not 78."""
-    r = run_playbook(big_cell, "verify")
+def test_verify_default_claim_is_allocated_and_its_pod_starts(big_cell, installed, only_real):
+    """The default size (max_vm_host_cpus) is one the scheduler allocates, 32 devices, not 78, and the
+    real kubelet starts its pod with the 32 CPUs the driver prepared."""
+    r = run_playbook(big_cell, "verify", extra_vars=ON_REAL)
     assert r.rc == 0, r
     claim = r.result("Wait until the scheduler allocates the claim")["resources"][0]
     assert claim["spec"]["devices"]["requests"][0]["exactly"]["count"] == LIMIT, claim["spec"]
     results = claim["status"]["allocation"]["devices"]["results"]
-    assert len(results) == LIMIT and {d["pool"] for d in results} == {"node01"}, results
+    assert len(results) == LIMIT and {d["pool"] for d in results} == {NODE}, results
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
-    assert "claim for 32 CPUs allocated" in text and "QoS Guaranteed" in text, text
+    assert f"claim for 32 CPUs allocated: node {NODE}" in text, text
+    assert "test pod Running, QoS Guaranteed" in text, text
+    # the driver's NRI pinning (upstream nri_hooks.go "guaranteed CPUs found"): 32 of the cell's CPUs,
+    # none of the reserved 0-1
+    assert f"its container pinned to CPUs 2-33 (the driver's log on {NODE})" in text, text
 
 
-def test_one_device_more_is_refused_by_the_scheduler(big_cell, installed):
+def test_one_device_more_is_refused_by_the_scheduler(big_cell, installed, only_real):
     """33 CPUs fit in the 78-CPU cell, but not in one claim: the limit is the API's, not the role's."""
-    r = run_playbook(big_cell, "verify", extra_vars={"dra_cpu_verify_cpus": LIMIT + 1, "dra_cpu_verify_timeout": 16})
+    r = run_playbook(big_cell, "verify", extra_vars=dict(ON_REAL, dra_cpu_verify_cpus=LIMIT + 1,
+                                                          dra_cpu_verify_timeout=16))
     assert r.rc != 0, r
     msg = " ".join(r.failure_messages())
     assert "was not allocated" in msg and "exceeds the claim limit of 32" in msg, msg

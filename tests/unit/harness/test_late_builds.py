@@ -45,7 +45,7 @@ def test_ensure_says_which_name_is_unknown_without_building():
 
 
 def test_every_late_build_mark_of_the_suite_names_a_recipe_line():
-    names = {w for w, _ in late_builds.recipe()}
+    names = {step[0] for step in late_builds.recipe()}
     marks = set()
     for f in sorted(os.listdir(INTEGRATION_DIR)):
         if f.endswith(".py") and f not in ("late_builds.py", "conftest.py"):
