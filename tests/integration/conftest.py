@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -168,7 +169,8 @@ def cluster():
 
 @pytest.fixture(scope="session")
 def cluster_factory():
-    """cluster_factory(name, **knobs) -> Cluster in its own state dir (a temp dir), down at session end."""
+    """cluster_factory(name, **knobs) -> Cluster in its own state dir (a temp dir), down at session end
+    (all of them at once)."""
     started = []
     base = tempfile.mkdtemp(prefix="dracpu-clusters-")
 
@@ -181,12 +183,21 @@ def cluster_factory():
         return c
 
     yield make
-    failed = False
-    for c in started:
+
+    def down(c):
         try:
             c.down()
+            return None
         except Exception as e:  # noqa: BLE001 -- tear the others down all the same
-            failed = True
-            print(f"cluster down failed for {c.state_dir}: {e}", file=sys.stderr)
+            return f"cluster down failed for {c.state_dir}: {e}"
+
+    # all at once: each cluster's own processes, network namespace and ports (a cluster with real
+    # nodes takes the machine-wide real-nodes lock in its own `down`), so a session does not wait
+    # for one down after the other
+    with ThreadPoolExecutor(max_workers=max(1, len(started))) as pool:
+        errors = [e for e in pool.map(down, started) if e]
+    for e in errors:
+        print(e, file=sys.stderr)
+    failed = bool(errors)
     if not failed and os.environ.get("CLUSTER_KEEP") != "true":
         shutil.rmtree(base, ignore_errors=True)   # logs of clusters that went down cleanly
