@@ -26,15 +26,16 @@ build-first: deps           ## what every test cluster needs: etcd, helm, Kubern
 
 # The builds in the order the suite first needs them (no deps: `make test` runs this behind its
 # stages, see hack/build_behind.sh; the integration tests that need a later one run last and wait
-# for it, tests/integration/late_builds.py). The other Kubernetes versions take about 7 min each on a
+# for it, tests/integration/late_builds.py; 1.37.2 before 1.35.4: molecule, in the other lane of
+# `make test`, needs it about 15 min before the 1.35 tests come at the end of integration). The other Kubernetes versions take about 7 min each on a
 # new machine, then are cached: built by default, so a new machine runs their cases instead of
 # skipping them.
 build-binaries:
 	@tests/cluster/build.sh all >/dev/null
 	@tests/cluster/build.sh helm-old >/dev/null
 	@tests/cluster/build.sh real-node >/dev/null
-	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
+	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes >/dev/null
 
 build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
 	tests/cluster/build.sh helm-old
@@ -74,9 +75,10 @@ integration: build-first    ## pytest against the hermetic test clusters (brings
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \
 	  $(PY) -m pytest tests/integration -q -rs --durations=15 -p no:cacheprovider
 
-molecule: build             ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too
+molecule: build-first       ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too
 	$(VENV)/bin/molecule test --all
-	@# 1.37.2 is built by `make build` (cached after the first time)
+	@# 1.37.2: cached after the first time; waits for the build behind when it is building it
+	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
 	CLUSTER_K8S_VERSION=v1.37.2 $(VENV)/bin/molecule test -s default
 
 build-1.37: deps            ## build Kubernetes v1.37.2 for the test cluster (cached)
@@ -87,7 +89,7 @@ build-1.35: deps            ## build Kubernetes v1.35.4 (extended target: the ve
 
 NEWEST_PYTHON ?= $(firstword $(wildcard /root/.pyenv/versions/3.13.*/bin/python3.13) $(shell command -v python3.13 python3.12 2>/dev/null))
 
-newest: deps                ## the newest Ansible (ansible 14 / ansible-core 2.21, Python >= 3.12): unit + a live install
+newest: build-first         ## the newest Ansible (ansible 14 / ansible-core 2.21, Python >= 3.12): unit + a live install
 	@# no Python >= 3.12: say so in a SKIPPED line (hack/stages.sh repeats those under its summary)
 	@if [ -z "$(NEWEST_PYTHON)" ]; then \
 	  echo "newest Ansible (unit + live install): SKIPPED, no Python >= 3.12 found (set NEWEST_PYTHON=/path/to/python3.12+)"; \
@@ -100,9 +102,9 @@ newest: deps                ## the newest Ansible (ansible 14 / ansible-core 2.2
 	.venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \
 	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
 
-test: deps                  ## everything CI runs, stage by stage, with each stage's wall time at the end; the binaries build behind the stages
+test: deps                  ## everything CI runs, in two lanes side by side (the checks, newest and molecule | integration), with each stage's wall time at the end; the binaries build behind the stages
 	@hack/build_behind.sh start
-	@trap 'hack/build_behind.sh stop' EXIT; hack/stages.sh unit sanity lint integration molecule newest
+	@trap 'hack/build_behind.sh stop' EXIT; hack/stages.sh unit sanity lint newest molecule --lane integration
 
 check: deps                 ## quick feedback: unit + sanity + lint (no cluster)
 	@hack/stages.sh unit sanity lint

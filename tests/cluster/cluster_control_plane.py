@@ -21,7 +21,7 @@ import urllib.error
 
 import yaml
 
-from cluster_netns import netns_up, pick_node_cidr
+from cluster_netns import claim_node_network
 from cluster_pki import gen_pki, kubeconfig
 from cluster_processes import kill_group, pidinfo, spawn, wait_for
 from cluster_real_node import node_names, start_real_nodes, token_lines
@@ -104,8 +104,7 @@ def start(settings):
     pusher.start()
 
     # network namespace for the simulated kubelets
-    node_cidr = pick_node_cidr()
-    host_ip, _ = netns_up(node_cidr)
+    node_cidr, host_ip = claim_node_network()
     info["node_cidr"], info["host_ip"] = node_cidr, host_ip
 
     # etcd

@@ -2,10 +2,14 @@
 
 Owns: choosing the node CIDR (first free 10.N.0.0/16 unless CLUSTER_NODE_CIDR), creating the
 namespace dracpu-<hash> with the veth pair (host end <host>/prefix, namespace end eth0), telling
-whether they exist, and removing them (killing whatever still runs inside).
+whether they exist, and removing them (killing whatever still runs inside). Choosing and taking a
+range is one step under a host-wide flock (/run/dracpu-node-cidr.lock), so clusters that start at
+the same moment (`make test` runs its stages in two lanes) never pick the same range.
 Must not: add per-node addresses (the simulator does, inside the namespace), nor stop cluster
 processes other than those inside the namespace.
 """
+import contextlib
+import fcntl
 import ipaddress
 import os
 import signal
@@ -29,6 +33,25 @@ def pick_node_cidr():
         if not any(net.overlaps(u) for u in used_nets):
             return str(net)
     die("no free 10.213-249.0.0/16 range for the node network; set CLUSTER_NODE_CIDR")
+
+
+CIDR_LOCK = "/run/dracpu-node-cidr.lock"
+
+
+@contextlib.contextmanager
+def _cidr_lock():
+    with open(CIDR_LOCK, "a") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        yield
+
+
+def claim_node_network():
+    """Picks a free node CIDR and brings the namespace up on it, both under the host-wide lock;
+    returns (cidr, host_ip)."""
+    with _cidr_lock():
+        cidr = pick_node_cidr()
+        host_ip, _ = netns_up(cidr)
+    return cidr, host_ip
 
 
 def netns_up(cidr):

@@ -1,0 +1,75 @@
+"""hack/stages.sh, the runner of `make test` and `make check`: lanes side by side, a lane stopping at
+its first failure without stopping the others, each stage's output in one piece, the wall-time table
+and every SKIPPED line under it. Runs the script on a scratch Makefile of tiny targets."""
+import os
+import shutil
+import subprocess
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+MAKEFILE = """\
+slow:
+\t@echo slow-1; sleep 2; echo slow-2
+skips:
+\t@echo "thing: SKIPPED, no thing here"
+fails:
+\t@echo about to fail; exit 3
+after:
+\t@echo after-ran
+"""
+
+
+def run_stages(tmp_path, *args):
+    (tmp_path / "hack").mkdir()
+    shutil.copy(os.path.join(REPO, "hack", "stages.sh"), tmp_path / "hack" / "stages.sh")
+    (tmp_path / "Makefile").write_text(MAKEFILE)
+    start = time.monotonic()
+    r = subprocess.run(["bash", str(tmp_path / "hack" / "stages.sh"), *args], capture_output=True, text=True,
+                       check=False)
+    return r, time.monotonic() - start
+
+
+def table(out):
+    """{stage: (lane, result)} from the summary table."""
+    rows = {}
+    for line in out.split("stage          lane")[1].splitlines()[1:]:
+        parts = line.split()
+        if parts and parts[0] not in ("wall", "skipped"):
+            rows[parts[0]] = (parts[1], " ".join(parts[4:]))
+        if parts and parts[0] == "wall":
+            break
+    return rows
+
+
+def test_two_lanes_run_side_by_side_and_a_failed_lane_does_not_stop_the_other(tmp_path):
+    r, secs = run_stages(tmp_path, "slow", "skips", "--lane", "fails", "after")
+    assert r.returncode == 2, r.stdout   # make's exit status for a failed recipe
+    rows = table(r.stdout)
+    assert rows == {"slow": ("1", "passed"), "skips": ("1", "passed, 1 SKIPPED line(s) below"),
+                    "fails": ("2", "FAILED (exit 2)")}
+    assert "after-ran" not in r.stdout, "a lane goes on after its failed stage"
+    # each stage's output in one piece, between its header and its end line
+    block = r.stdout.split("===== slow (lane 1): passed after")[1].split("===== end of slow =====")[0]
+    assert "slow-1\nslow-2\n" in block
+    assert "[stages] fails started (lane 2; output: tests/output/stages/fails.log)" in r.stdout
+    assert "skipped (with reasons):\n  skips: thing: SKIPPED, no thing here" in r.stdout
+    assert secs < 2 + 1.5, "the lanes did not run at the same time"
+    assert (tmp_path / "tests" / "output" / "stages" / "slow.log").read_text() == "slow-1\nslow-2\n"
+
+
+def test_one_lane_streams_and_stops_at_its_first_failure(tmp_path):
+    r = run_stages(tmp_path, "skips", "fails", "after")[0]
+    assert r.returncode == 2
+    assert r.stdout.startswith("thing: SKIPPED, no thing here\nabout to fail\n"), r.stdout
+    assert "=====" not in r.stdout and "[stages]" not in r.stdout
+    assert "after-ran" not in r.stdout
+    assert set(table(r.stdout)) == {"skips", "fails"}
+
+
+def test_the_wall_line_gives_the_elapsed_time_and_the_sum_of_the_stages(tmp_path):
+    r = run_stages(tmp_path, "slow", "--lane", "skips")[0]
+    wall = [line for line in r.stdout.splitlines() if line.startswith("wall")][0]
+    assert wall.split()[1] in ("2", "3"), wall
+    assert wall.endswith("(0 min; the stages one after the other: 2 s)"), wall
+    assert r.returncode == 0
