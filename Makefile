@@ -99,7 +99,7 @@ newest: build-first         ## the newest Ansible (ansible 14 / ansible-core 2.2
 	  $(NEWEST_PYTHON) -m venv .venv-newest && .venv-newest/bin/pip install -q -r requirements-newest.txt && echo $$want > $$stamp; fi; \
 	.venv-newest/bin/ansible --version | awk 'NR==1'; \
 	.venv-newest/bin/python -m pytest tests/unit -q -rs -p no:cacheprovider && \
-	.venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \
+	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-newest .venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \
 	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
 
 test: deps                  ## everything CI runs, in two lanes side by side (the checks, newest and molecule | integration), with each stage's wall time at the end; the binaries build behind the stages

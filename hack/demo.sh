@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The demo: brings up the local hermetic test cluster (12 vCPUs, 2 NUMA cells, 1 node unless told
-# otherwise) in its own state dir, installs the chart from its local registry, shows the per-cell
-# table and proves a claim is allocatable. It only ever touches that cluster: the kubeconfig it
+# The demo: brings up the local hermetic test cluster in its own state dir, with one real node (a
+# real kubelet + containerd; its CPU hardware a fake sysfs tree of 12 vCPUs in 2 NUMA cells) and no
+# simulated one unless told otherwise (CLUSTER_NODES, CLUSTER_REAL_NODES, KUBEVIRT_NUM_VCPU, ...),
+# installs the chart from its local registry, so the driver runs as a real kubelet plugin, shows the
+# per-cell table, and proves a claim is allocated and its pod runs pinned to the CPUs the driver
+# handed out (verify.yml). It only ever touches that cluster: the kubeconfig it
 # passes to the playbooks is the test cluster's own, and KUBECONFIG, K8S_AUTH_*, the kubevirtci
 # path and ~/.kube/config are not read (they are removed from the environment first).
 # Installing into a real cluster is `ansible-playbook kubevirtci.dra_cpu.install` (see README).
@@ -16,6 +19,7 @@ for v in $(compgen -e); do
 done
 export PATH="$top/.venv/bin:$PATH" ANSIBLE_CONFIG="$top/ansible.cfg" CLUSTER_STATE_DIR="$state"
 export KUBEVIRT_USE_DRA_CPU=true
+export CLUSTER_NODES=${CLUSTER_NODES:-0} CLUSTER_REAL_NODES=${CLUSTER_REAL_NODES:-1}
 
 echo "== bringing up the local test cluster in $state (binaries are built once and cached)"
 tests/cluster/build.sh all >/dev/null

@@ -39,7 +39,9 @@ import json  # noqa: E402
 import shutil  # noqa: E402
 import urllib.error  # noqa: E402
 
-from cluster_control_plane import cmd_restart_apiserver, env_lines, ready_nodes, start  # noqa: E402
+from cluster_control_plane import (  # noqa: E402
+    check_node_counts, cmd_restart_apiserver, env_lines, ready_nodes, start,
+)
 from cluster_netns import netns_down, netns_exists, veth_exists  # noqa: E402
 from cluster_processes import cmd_supervise, kill_group, kill_stragglers, pidinfo, proc_alive  # noqa: E402
 from cluster_real_node import real_nodes_alive, stop_real_nodes  # noqa: E402
@@ -102,7 +104,8 @@ def cmd_up():
         changed = {k: (info["settings"].get(k, KNOBS[k]), v) for k, v in want.items()
                    if info["settings"].get(k, KNOBS[k]) != v}
         if ok and not changed:
-            if os.path.exists(SIM_MAIN) and "sim" not in info.get("components", []):
+            if os.path.exists(SIM_MAIN) and "sim" not in info.get("components", []) \
+                    and int(info["settings"].get("CLUSTER_NODES", KNOBS["CLUSTER_NODES"])):
                 log("the simulator exists now; restarting the cluster to run it")
             else:
                 pushed, skipped, problems = push_charts(info["helm_binary"], info["registry"])
@@ -122,6 +125,7 @@ def cmd_up():
         settings = want
     else:
         settings = requested_settings()
+    check_node_counts(settings)
     cmd_down(quiet=True)
     try:
         start(settings)
@@ -177,7 +181,8 @@ def cmd_status():
     print(f"  netns      {info['netns']} ({'present' if netns_exists() else 'MISSING'}), veth {info['veth']}, "
           f"nodes {info['node_cidr']}")
     try:
-        print(f"  nodes      {ready_nodes(info)} Ready of {info['settings']['CLUSTER_NODES']} wanted")
+        sim, real = (int(info["settings"].get(k) or 0) for k in ("CLUSTER_NODES", "CLUSTER_REAL_NODES"))
+        print(f"  nodes      {ready_nodes(info)} Ready of {sim + real} wanted ({sim} simulated, {real} real)")
     except (urllib.error.URLError, OSError, ValueError) as e:
         print(f"  nodes      ? ({e})")
     print(f"  export KUBECONFIG={p('kubeconfig')}")

@@ -46,6 +46,19 @@ def binaries(k8s_version):
     return dirs, helm_v, etcd_v
 
 
+def check_node_counts(settings):
+    """Dies (exit 2) unless CLUSTER_NODES and CLUSTER_REAL_NODES are whole numbers >= 0 adding up to
+    at least one node: called before anything is stopped or started."""
+    try:
+        sim, real = int(settings["CLUSTER_NODES"]), int(settings["CLUSTER_REAL_NODES"] or 0)
+    except ValueError:
+        sim = real = -1
+    if sim < 0 or real < 0 or sim + real < 1:
+        die(f"CLUSTER_NODES={settings['CLUSTER_NODES']!r}, CLUSTER_REAL_NODES={settings['CLUSTER_REAL_NODES']!r}: "
+            "both must be whole numbers >= 0 adding up to at least one node (CLUSTER_NODES=0 only with "
+            "CLUSTER_REAL_NODES >= 1)", 2)
+
+
 def start(settings):
     k8s_v = settings["CLUSTER_K8S_VERSION"]
     gates = settings["CLUSTER_FEATURE_GATES"]
@@ -200,8 +213,10 @@ def start(settings):
              60, proc="kube-controller-manager")
     log(f"control plane ready: {info['apiserver']} (Kubernetes {k8s_v}, etcd {etcd_v})")
 
-    # simulator
-    if os.path.exists(SIM_MAIN):
+    # simulator (none for a cluster of real nodes only)
+    if not nodes:
+        log("no simulated nodes (CLUSTER_NODES=0)")
+    elif os.path.exists(SIM_MAIN):
         env = dict(os.environ)
         env.update(settings)
         env.update({"KUBECONFIG": p("kubeconfig"), "CLUSTER_STATE_DIR": STATE, "CLUSTER_NETNS": netns_name(),

@@ -15,8 +15,10 @@ first node started (machine-wide: /run/dracpu-real-nodes.json counts the state d
 nodes; the last one down restores them and removes the mount points it created).
 The node network: the kubelet listens on the host end of the cluster's veth (the API server
 refuses loopback), pods get 10.N.250+i.0/24 on a per-node bridge on the host.
-Nodes are registered with the NoExecute taint below: DaemonSets that tolerate every NoSchedule
-taint (the driver chart's default) stay on the simulated nodes unless told to tolerate it.
+Beside simulated nodes (CLUSTER_NODES > 0) real nodes are registered with the NoExecute taint
+below: DaemonSets that tolerate every NoSchedule taint (the driver chart's default) stay on the
+simulated nodes unless told to tolerate it. A cluster of real nodes only (CLUSTER_NODES=0, as
+`make demo` runs) has no such taint: every pod may land there.
 Must not: touch the simulated nodes, the control plane, or anything of another state dir.
 """
 import fcntl
@@ -116,7 +118,10 @@ def node_config(name, index, dirs, info, token, spec):
     host = f'[host."http://{reg}"]\n  capabilities = ["pull", "resolve"]\n'
     write_file(os.path.join(nd, "certs.d/registry.k8s.io/hosts.toml"), f'server = "https://registry.k8s.io"\n\n{host}')
     write_file(os.path.join(nd, "certs.d/_default/hosts.toml"), host)
-    sock = os.path.join(nd, "containerd", "containerd.sock")
+    # in the node's own /run/containerd (a bind mount of <node>/mnt/run/containerd): containerd, the
+    # kubelet and run.sh all run in the node's mount namespace, and a socket path under a long state
+    # dir would pass the 104 characters a unix socket may have (seen with pytest's tmp_path)
+    sock = "/run/containerd/containerd.sock"
     # the simulated hardware at the runtime: runc through a wrapper that maps the fake CPU ids a
     # driver pins containers to (NRI) onto the machine's CPUs, logging each mapping (real-nodes.md)
     write_file(os.path.join(nd, "runc-cpumap"), f"""#!/bin/sh
@@ -176,7 +181,8 @@ temp = "{nd}/containerd/tmp"
         "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%",
                          "nodefs.inodesFree": "1%"},
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
-        "registerWithTaints": [TAINT], "resolvConf": "/etc/resolv.conf",
+        "registerWithTaints": [TAINT] if int(info["settings"]["CLUSTER_NODES"]) else [],
+        "resolvConf": "/etc/resolv.conf",
         **({"featureGates": _feature_gates(info["settings"].get("CLUSTER_FEATURE_GATES"))}
            if info["settings"].get("CLUSTER_FEATURE_GATES") else {}),
     }, sort_keys=False))

@@ -5,9 +5,12 @@ node (CLUSTER_REAL_NODES=1: a real kubelet + containerd, tests/cluster/cluster_r
 NODE, tainted TAINT_KEY:NoExecute so only pods that ask for it run there. `skip_marks()` runs a
 module last, after the real-node binaries are built (late_builds.py), and skips it, saying why, only
 when the run is not root; `wait`
-polls; the rest read the driver's ResourceSlices, pods and the nodes' taints from the real API.
+polls; `host_real_nodes_owner` names a cluster outside the suite that holds the host's real-node
+kube-proxy (the suite then stops before its first test); the rest read the driver's
+ResourceSlices, pods and the nodes' taints from the real API.
 """
 import os
+import subprocess
 import time
 from contextlib import contextmanager
 
@@ -25,6 +28,24 @@ def skip_marks():
         pytest.mark.late_build("real-node"),
         pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
     ]
+
+
+def host_real_nodes_owner():
+    """The state dir of a running cluster with real nodes (it holds the host's kube-proxy lock: one
+    such cluster at a time, tests/cluster/cluster_kube_proxy.py), or None."""
+    cache = os.environ.get("CLUSTER_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kubevirtci-dra-cpu")
+    lock, owner = os.path.join(cache, "kube-proxy.lock"), os.path.join(cache, "kube-proxy.owner")
+    if not os.path.exists(lock):
+        return None
+    held = subprocess.run(["flock", "-n", "-E", "75", lock, "true"], check=False).returncode == 75
+    if not held:
+        return None
+    try:
+        with open(owner) as f:
+            return f.read().strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 def wait(what, fn, timeout=120, interval=0.5):

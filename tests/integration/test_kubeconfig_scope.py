@@ -3,12 +3,14 @@ first write, and a kubeconfig given as a dict has only its secrets hidden.
 
 - `make demo` (hack/demo.sh) with HOME, KUBECONFIG, K8S_AUTH_KUBECONFIG and the kubevirtci path all
   pointing at a decoy kubeconfig (its server is a loopback port this test listens on) brings up
-  its own test cluster, installs there, names that cluster and never connects to the decoy.
+  its own test cluster, installs there, names that cluster and never connects to the decoy; its
+  verify pod runs on the demo's real node, pinned by the driver.
 - preflight with a dict kubeconfig at -vvv: its report reads `resource.k8s.io/v1` and the server
   version unmasked; no credential of the kubeconfig appears anywhere in the output.
 - target_cluster names the API server and context the client was built from.
 
-Nodes: they play no part (which cluster is touched, what is masked); simulated.
+Nodes: the demo's own: one real node (a real kubelet + containerd), so that test runs last, after
+the real-node build; the others play no part (which cluster is touched, what is masked): simulated.
 """
 import os
 import re
@@ -21,9 +23,11 @@ import pytest
 import yaml
 
 from ansible_run import REPO, run_playbook
+from real_nodes_lib import skip_marks
 from reliability_lib import cluster_credentials
 
 pytestmark = pytest.mark.timeout(1800)
+REAL_NODE_BUILT, AS_ROOT = skip_marks()   # the demo's real node: run last, after build.sh real-node
 
 
 def _kubeconfig(cluster):
@@ -137,6 +141,8 @@ def _decoy_kubeconfig(path, port):
         "users": [{"name": "decoy", "user": {"token": "decoy-token-must-not-be-used"}}]}))
 
 
+@REAL_NODE_BUILT
+@AS_ROOT
 def test_make_demo_uses_its_own_cluster_and_never_the_configured_one(tmp_path):
     decoy = Decoy()
     home = tmp_path / "home"
@@ -182,3 +188,8 @@ def test_make_demo_uses_its_own_cluster_and_never_the_configured_one(tmp_path):
     changed = re.findall(r"(?:Uninstall|Install or upgrade) release \S+ on (\S+) \(context", out)
     assert changed and all(s.rstrip("/") == own for s in changed), (changed, own)
     assert "decoy" not in out
+    # the demo's node is real: verify's pod ran on its kubelet, pinned by the driver (verify.yml's
+    # report, folded over lines by the YAML callback, a quote doubled)
+    report = " ".join(out.split()).replace("''", "'")
+    assert "allocated: node real01," in report and "test pod Running, QoS Guaranteed" in report, out[-6000:]
+    assert re.search(r"its container pinned to CPUs \S+ \(the driver's log on real01\)", report), out[-6000:]
