@@ -44,7 +44,7 @@ from cluster_control_plane import (  # noqa: E402
 )
 from cluster_netns import netns_down, netns_exists, veth_exists  # noqa: E402
 from cluster_processes import cmd_supervise, kill_group, kill_stragglers, pidinfo, proc_alive  # noqa: E402
-from cluster_real_node import real_nodes_alive, stop_real_nodes  # noqa: E402
+from cluster_real_node import host_problem, real_nodes_alive, stop_real_nodes  # noqa: E402
 from cluster_real_node_ops import cmd_kubelet_signal  # noqa: E402
 from cluster_registry_charts import push_charts  # noqa: E402
 from cluster_state import (  # noqa: E402
@@ -126,6 +126,8 @@ def cmd_up():
     else:
         settings = requested_settings()
     check_node_counts(settings)
+    if host_problem(settings):
+        die(host_problem(settings), 2)
     cmd_down(quiet=True)
     try:
         start(settings)

@@ -56,6 +56,20 @@ def node_names(settings):
     return [f"real{i:02d}" for i in range(1, n + 1)]
 
 
+def host_problem(settings, mounts="/proc/self/mounts"):
+    """Why this host cannot run the real nodes the settings ask for, or None: they need cgroup v1
+    hierarchies (the kubelet's cgroupfs driver with failCgroupV1 false, real-nodes.md). `cluster.py
+    up` asks before it stops or starts anything."""
+    if not node_names(settings):
+        return None
+    with open(mounts) as f:
+        if any(line.split()[2:3] == ["cgroup"] for line in f):
+            return None
+    return (f"CLUSTER_REAL_NODES={settings['CLUSTER_REAL_NODES']}: real nodes need the host's cgroup v1 "
+            "hierarchies (their kubelets use the cgroupfs driver on cgroup v1) and this host mounts none; "
+            "use simulated nodes instead: CLUSTER_REAL_NODES=0 CLUSTER_NODES=1")
+
+
 def token_lines(names, tokens):
     """tokens.csv lines: system:node:<name> in system:nodes (Node authorizer, NodeRestriction)."""
     for name in names:
