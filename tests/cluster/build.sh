@@ -47,10 +47,14 @@ go_build() { # name, module dir, out dir, extra -ldflags, packages...
   local start=$SECONDS
   ( cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 /usr/bin/time -f "%e s wall, %M KiB peak RSS" \
       -o "$out/.build-stats" go build -trimpath ${tags:+-tags "$tags"} -ldflags="$ldflags" -o "$out/.new/" "$@" ) &
-  local pid=$!
+  local pid=$! said=$SECONDS
+  # look every second (a 30-second sleep made every build last at least 30 s: about 170 s of a new
+  # machine's `make demo`), say so every 30
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 30
-    kill -0 "$pid" 2>/dev/null && log "$name: still building ($((SECONDS - start)) s)"
+    sleep 1
+    if kill -0 "$pid" 2>/dev/null && [ $((SECONDS - said)) -ge 30 ]; then
+      said=$SECONDS; log "$name: still building ($((SECONDS - start)) s)"
+    fi
   done
   wait "$pid"
   # rename into place: binaries that are running right now stay valid (no "text file busy")
