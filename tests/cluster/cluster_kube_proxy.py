@@ -40,8 +40,9 @@ def _kube_chains():
 
 def start_kube_proxy(dirs, info, node):
     """Starts kube-proxy for the real nodes (node: the one it names itself after); returns its name."""
-    if os.path.exists(OWNER) and proc_alive_elsewhere():
-        die(f"kube-proxy: another test cluster ({open(OWNER).read().strip()}) runs the host's kube-proxy; "
+    owner = owner_elsewhere()
+    if owner:
+        die(f"kube-proxy: another test cluster ({owner}) runs the host's kube-proxy; "
             "one cluster with real nodes at a time (cluster.py down there first)")
     health = free_port()
     write_file(p("kube-proxy.yaml"), yaml.safe_dump({
@@ -65,6 +66,18 @@ def start_kube_proxy(dirs, info, node):
     wait_for("kube-proxy's rule for the kubernetes Service", _service_rule, 30, proc="kube-proxy")
     log(f"kube-proxy serving the kubernetes Service (10.96.0.1:443 -> {info['host_ip']})")
     return "kube-proxy"
+
+
+def owner_elsewhere():
+    """The state dir of the cluster whose kube-proxy holds the lock ("unknown" when it wrote none),
+    or None when the lock is free; the integration suite asks it before its first test too."""
+    if not proc_alive_elsewhere():
+        return None
+    try:
+        with open(OWNER) as f:
+            return f.read().strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 def proc_alive_elsewhere():

@@ -10,11 +10,17 @@ kube-proxy (the suite then stops before its first test); the rest read the drive
 ResourceSlices, pods and the nodes' taints from the real API.
 """
 import os
-import subprocess
+import sys
 import time
 from contextlib import contextmanager
 
 import pytest
+
+CLUSTER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cluster")
+if CLUSTER_DIR not in sys.path:
+    sys.path.insert(0, CLUSTER_DIR)
+
+from cluster_kube_proxy import owner_elsewhere  # noqa: E402  pylint: disable=wrong-import-position
 
 NODE = "real01"
 TAINT_KEY = "dra-cpu.kubevirtci.io/real-node"
@@ -31,21 +37,9 @@ def skip_marks():
 
 
 def host_real_nodes_owner():
-    """The state dir of a running cluster with real nodes (it holds the host's kube-proxy lock: one
-    such cluster at a time, tests/cluster/cluster_kube_proxy.py), or None."""
-    cache = os.environ.get("CLUSTER_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kubevirtci-dra-cpu")
-    lock, owner = os.path.join(cache, "kube-proxy.lock"), os.path.join(cache, "kube-proxy.owner")
-    if not os.path.exists(lock):
-        return None
-    held = subprocess.run(["flock", "-n", "-E", "75", lock, "true"], check=False).returncode == 75
-    if not held:
-        return None
-    try:
-        with open(owner) as f:
-            return f.read().strip() or "unknown"
-    except OSError:
-        return "unknown"
+    """The state dir of a running cluster with real nodes (its kube-proxy holds the host's lock: one
+    such cluster at a time), or None: cluster_kube_proxy.owner_elsewhere, the check its start makes."""
+    return owner_elsewhere()
 
 
 def wait(what, fn, timeout=120, interval=0.5):

@@ -1,5 +1,6 @@
-"""real_nodes_lib.host_real_nodes_owner (tests/integration): the integration suite stops before its
-first test when a cluster outside it holds the host's real-node kube-proxy lock, and names it."""
+"""real_nodes_lib.host_real_nodes_owner (tests/integration), which is cluster_kube_proxy.owner_elsewhere:
+the integration suite stops before its first test when a cluster outside it holds the host's
+real-node kube-proxy lock, and names it; a second cluster's kube-proxy start makes the same check."""
 import os
 import signal
 import subprocess
@@ -10,11 +11,18 @@ INTEGRATION_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", 
 if INTEGRATION_DIR not in sys.path:
     sys.path.insert(0, INTEGRATION_DIR)
 
+import cluster_kube_proxy  # noqa: E402  pylint: disable=wrong-import-position
 import real_nodes_lib  # noqa: E402  pylint: disable=wrong-import-position
 
 
+def use_cache(monkeypatch, tmp_path):
+    """The lock and owner files under tmp_path (cluster_kube_proxy reads the cache dir at import)."""
+    monkeypatch.setattr(cluster_kube_proxy, "LOCK", str(tmp_path / "kube-proxy.lock"))
+    monkeypatch.setattr(cluster_kube_proxy, "OWNER", str(tmp_path / "kube-proxy.owner"))
+
+
 def test_no_lock_file_or_a_free_lock_means_no_owner(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLUSTER_CACHE_DIR", str(tmp_path))
+    use_cache(monkeypatch, tmp_path)
     assert real_nodes_lib.host_real_nodes_owner() is None
     (tmp_path / "kube-proxy.lock").write_text("")
     (tmp_path / "kube-proxy.owner").write_text("/somewhere/.cluster\n")   # left by a cluster that is gone
@@ -22,7 +30,7 @@ def test_no_lock_file_or_a_free_lock_means_no_owner(tmp_path, monkeypatch):
 
 
 def test_a_held_lock_names_the_state_dir_that_holds_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLUSTER_CACHE_DIR", str(tmp_path))
+    use_cache(monkeypatch, tmp_path)
     lock = tmp_path / "kube-proxy.lock"
     lock.write_text("")
     (tmp_path / "kube-proxy.owner").write_text("/work/main/.cluster\n")
