@@ -75,7 +75,9 @@ for i in "${!lanes[@]}"; do
 done
 printf '%-14s %4s %9s %9d  (%d min; the stages one after the other: %d s)\n' wall "" "" "$wall" \
   "$((wall / 60))" "$sum"
-if cat "$outdir"/*.log 2>/dev/null | grep -q SKIPPED; then
+# grep the files itself: `cat | grep -q` under pipefail fails when grep stops at its first match and
+# cat, still writing a later log, gets SIGPIPE (the listing then went missing under load)
+if grep -qs SKIPPED "$outdir"/*.log; then
   printf '\nskipped (with reasons):\n'
   for f in "$outdir"/*.log; do grep SKIPPED "$f" | sed "s|^|  $(basename "$f" .log): |"; done
 fi
