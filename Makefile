@@ -35,6 +35,7 @@ build-binaries:
 	@tests/cluster/build.sh helm-old >/dev/null
 	@tests/cluster/build.sh real-node >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
+	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh real-node >/dev/null
 	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes >/dev/null
 
 build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
@@ -75,7 +76,7 @@ integration: build-first    ## pytest against the hermetic test clusters (brings
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \
 	  $(PY) -m pytest tests/integration -q -rs --durations=15 -p no:cacheprovider
 
-molecule: build-first       ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too
+molecule: build-first       ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too (real nodes: their kubelet and kube-proxy of the same version, built on first use)
 	$(VENV)/bin/molecule test --all
 	@# 1.37.2: cached after the first time; waits for the build behind when it is building it
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null

@@ -98,7 +98,10 @@ def start(settings):
     }
 
     # registry + helm mirror first: independent of the control plane, charts pushed in the background
-    spawn("registry", ["/usr/bin/docker-registry", "serve", registry_config(ports["registry"])])
+    # with real nodes it also answers on the host end of the veth: their containerd pulls from the
+    # cluster's network namespace (cluster_real_node.py)
+    spawn("registry", ["/usr/bin/docker-registry", "serve",
+                       registry_config(ports["registry"], "0.0.0.0" if node_names(settings) else "127.0.0.1")])
     info["components"] += ["registry", "helm-mirror"]
     chart_result = {}
 
@@ -116,7 +119,7 @@ def start(settings):
     pusher = threading.Thread(target=charts)
     pusher.start()
 
-    # network namespace for the simulated kubelets
+    # the network namespace the nodes live in (the simulated kubelets, and the real nodes with their kube-proxy)
     node_cidr, host_ip = claim_node_network()
     info["node_cidr"], info["host_ip"] = node_cidr, host_ip
 
@@ -131,7 +134,7 @@ def start(settings):
     info["components"].append("etcd")
 
     # PKI, tokens, kubeconfigs (while etcd starts)
-    gen_pki()
+    gen_pki(extra_sans=[host_ip])
     tokens = {"admin": info["token"], "kcm": secrets.token_hex(24), "scheduler": secrets.token_hex(24)}
     write_file(p("pki", "tokens.csv"),
                f'{tokens["admin"]},admin,admin-uid,"system:masters"\n'
@@ -155,8 +158,9 @@ def start(settings):
     spawn("kube-apiserver", [
         os.path.join(kbin, "kube-apiserver"),
         f"--etcd-servers={etcd_url}",
-        # with real nodes it also answers at its advertised address (the host end of the veth): the
-        # `kubernetes` Service's endpoint, where kube-proxy sends in-cluster clients (cluster_kube_proxy.py)
+        # with real nodes it also answers at its advertised address (the host end of the veth): where
+        # the real nodes' kubelets dial it from the network namespace, and the `kubernetes` Service's
+        # endpoint, where their kube-proxy sends in-cluster clients (cluster_kube_proxy.py)
         f"--bind-address={'0.0.0.0' if node_names(settings) else '127.0.0.1'}", f"--secure-port={ports['apiserver']}",
         f"--advertise-address={host_ip}",
         f"--tls-cert-file={pki}/apiserver.crt", f"--tls-private-key-file={pki}/apiserver.key",

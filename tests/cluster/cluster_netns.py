@@ -1,8 +1,9 @@
-"""The network namespace and veth pair the simulated kubelets listen in.
+"""The network namespace and veth pair the nodes live in: the simulated kubelets listen there, the
+real nodes (kubelet, containerd, their pods, kube-proxy) run there.
 
 Owns: choosing the node CIDR (first free 10.N.0.0/16 unless CLUSTER_NODE_CIDR), creating the
 namespace dracpu-<hash> with the veth pair (host end <host>/prefix, namespace end eth0), telling
-whether they exist, and removing them (killing whatever still runs inside). Choosing and taking a
+whether they exist, running a command inside, and removing them (killing whatever still runs inside). Choosing and taking a
 range is one step under a host-wide flock (/run/dracpu-node-cidr.lock), so clusters that start at
 the same moment (`make test` runs its stages in two lanes) never pick the same range.
 Must not: add per-node addresses (the simulator does, inside the namespace), nor stop cluster
@@ -57,16 +58,32 @@ def claim_node_network():
 def netns_up(cidr):
     ns, host = netns_name(), veth_host()
     net = ipaddress.ip_network(cidr)
-    host_ip, ns_ip = net.network_address + 1, net.network_address + 2
+    host_ip, ns_addr = net.network_address + 1, net.network_address + 2
     netns_down()
     run(["ip", "netns", "add", ns])
     run(["ip", "link", "add", host, "type", "veth", "peer", "name", VETH_NS, "netns", ns])
     run(["ip", "addr", "add", f"{host_ip}/{net.prefixlen}", "dev", host])
     run(["ip", "link", "set", host, "up"])
-    run(["ip", "-n", ns, "addr", "add", f"{ns_ip}/{net.prefixlen}", "dev", VETH_NS])
+    run(["ip", "-n", ns, "addr", "add", f"{ns_addr}/{net.prefixlen}", "dev", VETH_NS])
     run(["ip", "-n", ns, "link", "set", VETH_NS, "up"])
     run(["ip", "-n", ns, "link", "set", "lo", "up"])
-    return str(host_ip), str(ns_ip)
+    return str(host_ip), str(ns_addr)
+
+
+def in_netns(argv):
+    """argv run in the namespace (nsenter: no new mount namespace and no /sys remount, unlike
+    `ip netns exec`): the real nodes and their kube-proxy."""
+    return ["nsenter", f"--net=/run/netns/{netns_name()}"] + argv
+
+
+def api_from_netns(info):
+    """The API server's URL as the namespace reaches it: the host end of the veth."""
+    return f"https://{info['host_ip']}:{info['ports']['apiserver']}"
+
+
+def ns_ip(info):
+    """The namespace's end of the veth (netns_up: the node network's second address)."""
+    return str(ipaddress.ip_network(info["node_cidr"]).network_address + 2)
 
 
 def netns_exists():

@@ -13,7 +13,8 @@ Owns, per real node (CLUSTER_REAL_NODES):
 - the shell lines (run.sh, after the node's own bind mounts) that bind-mount the tree over
   /sys/devices/system/{cpu,node} and the file over /proc/cpuinfo in that mount namespace only, so the
   real kubelet (cAdvisor) reports capacity.cpu = the node's CPUs and its NUMA cells too;
-- the kubelet settings the spec decides (cpuManagerPolicy; reserved CPUs for `static`).
+- the kubelet settings the spec decides (cpuManagerPolicy; reserved CPUs for `static`) and the
+  labels the node registers with (`labels`, the kubelet's --node-labels).
 Facts: ../shared/reference/real-nodes.md ("A node that looks like the test topology").
 Must not: start processes, or touch anything outside the node's directory.
 """
@@ -29,7 +30,8 @@ from fake_sysfs import cpuinfo, write_tree  # noqa: E402
 
 from cluster_images import HOST_ROOT  # noqa: E402
 
-SPEC_KEYS = {"cpus", "numa_nodes", "cells", "sockets", "threads_per_core", "smt_control", "cpu_manager_policy"}
+SPEC_KEYS = {"cpus", "numa_nodes", "cells", "sockets", "threads_per_core", "smt_control", "cpu_manager_policy",
+             "labels"}
 POLICIES = {"none", "static"}
 
 
@@ -54,8 +56,14 @@ def node_spec(settings, name):
     spec = {"cpus": int(settings.get("KUBEVIRT_NUM_VCPU") or 12),
             "numa_nodes": int(settings.get("KUBEVIRT_NUM_NUMA_NODES") or 2),
             "cells": None, "sockets": 1, "threads_per_core": 1, "smt_control": None,
-            "cpu_manager_policy": "none"}
+            "cpu_manager_policy": "none", "labels": {}}
     spec.update(ov)
+    labels = spec["labels"]
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) and k
+                                               and "," not in k + v and "=" not in k + v
+                                               for k, v in labels.items()):
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: labels must be an object of label names to "
+                        f"string values, got {labels!r}")
     if spec["cells"]:
         spec["cpus"] = None if "cpus" not in ov else spec["cpus"]
     if spec["cpu_manager_policy"] not in POLICIES:
@@ -96,6 +104,12 @@ def lay_out(node_dir, spec):
     lines = "".join(f"mount --bind {HOST_ROOT}/sys/devices/system/{d} /sys/devices/system/{d}\n"
                     for d in ("cpu", "node"))
     return topo, lines + f"mount --bind {info} /proc/cpuinfo\n"
+
+
+def kubelet_flags(spec):
+    """Kubelet flags decided by the spec: the labels it registers the node with."""
+    labels = ",".join(f"{k}={v}" for k, v in sorted(spec["labels"].items()))
+    return [f"--node-labels={labels}"] if labels else []
 
 
 def kubelet_settings(spec):

@@ -15,7 +15,9 @@ import yaml
 from cluster_state import p, short_hash, write_file
 
 
-def gen_pki():
+def gen_pki(extra_sans=()):
+    """The CA and every certificate of the cluster; extra_sans: more addresses the API server answers
+    at (the host end of the veth, where the real nodes in the network namespace dial it)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -75,7 +77,7 @@ def gen_pki():
 
     leaf("apiserver", "kube-apiserver", server=True,
          sans=["127.0.0.1", "10.96.0.1", "localhost", "kubernetes", "kubernetes.default",
-               "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"])
+               "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", *extra_sans])
     leaf("apiserver-kubelet-client", "kube-apiserver-kubelet-client", org="system:masters")
     sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     save_key(sa, "sa.key")

@@ -3,7 +3,9 @@
 Owns: per node `real01`, `real02`, ...: its directory <state>/real-nodes/<name>/ (containerd
 config v3 with the registry mirror, CNI bridge conf, KubeletConfiguration, kubeconfig, the
 bind-mount sources), its cgroup root (and kubepods) in every cgroup v1 hierarchy, and one process
-`real-<name>`: `unshare -m -u` (own mount + UTS namespace, hostname = node name) running a shell
+`real-<name>`: `nsenter --net` into the cluster's network namespace (cluster_netns.py, the one the
+simulated kubelets listen in), then `unshare -m -u` (own mount + UTS namespace, hostname = node
+name) running a shell
 that bind-mounts the node's directories over the fixed paths (/var/lib/kubelet, /run/containerd,
 /run/netns, ...) and its simulated CPU hardware (cluster_node_hw.py), then starts containerd and
 the kubelet; the order of a start (binaries from build.sh real-node, images from
@@ -13,8 +15,11 @@ mount namespace or cgroups (shims, containers), the CNI bridge, the cgroup dirs,
 sysctls that the bridge plugin and the kubelet change, restored to what they were before the
 first node started (machine-wide: /run/dracpu-real-nodes.json counts the state dirs with real
 nodes; the last one down restores them and removes the mount points it created).
-The node network: the kubelet listens on the host end of the cluster's veth (the API server
-refuses loopback), pods get 10.N.250+i.0/24 on a per-node bridge on the host.
+The node network, all inside the cluster's network namespace (so two clusters with real nodes run
+side by side and the host's network is never touched): node i's address 10.N.249.i on the
+namespace's end of the veth (the API server dials its kubelet there), pods get 10.N.250+i.0/24 on a
+per-node bridge; the kubelet, containerd and kube-proxy dial the API server and the registry at the
+host end of the veth (10.N.0.1).
 Beside simulated nodes (CLUSTER_NODES > 0) real nodes are registered with the NoExecute taint
 below: DaemonSets that tolerate every NoSchedule taint (the driver chart's default) stay on the
 simulated nodes unless told to tolerate it. A cluster of real nodes only (CLUSTER_NODES=0, as
@@ -26,6 +31,7 @@ import ipaddress
 import json
 import os
 import secrets
+import shlex
 import subprocess
 import time
 
@@ -33,11 +39,13 @@ import yaml
 
 from cluster_images import PAUSE_IMAGE, push_driver, push_pause
 from cluster_kube_proxy import start_kube_proxy, stop_kube_proxy
-from cluster_node_hw import SpecError, kubelet_settings, lay_out, node_spec, topology
+from cluster_netns import api_from_netns, in_netns, ns_ip
+from cluster_node_hw import SpecError, kubelet_flags, kubelet_settings, lay_out, node_spec, topology
 from cluster_pki import kubeconfig
 from cluster_processes import kill_group, kill_until_gone, pidinfo, proc_alive, spawn, wait_for
 from cluster_state import (
-    BUILD_SH, CACHE, STATE, die, free_port, http_get, log, p, read_json, run, short_hash, write_file,
+    BUILD_SH, CACHE, SERVICE_CIDR, STATE, VETH_NS, die, free_port, http_get, log, netns_name, p, read_json, run, short_hash,
+    write_file,
 )
 
 TAINT = {"key": "dra-cpu.kubevirtci.io/real-node", "value": "true", "effect": "NoExecute"}
@@ -111,6 +119,11 @@ def real_cpus():
     return ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
 
 
+def node_ip(info, index):
+    """Real node `index`'s address (0-based): 10.N.249.index+1, beside the simulated nodes' 10.N.1.x."""
+    return str(ipaddress.ip_network(info["node_cidr"]).network_address + 249 * 256 + index + 1)
+
+
 def _bridge(name):
     return f"drn{short_hash()[:6]}{name[-2:]}"
 
@@ -128,7 +141,7 @@ def node_config(name, index, dirs, info, token, spec):
     for sub in ["containerd", "runc", "cni/net.d", "certs.d/registry.k8s.io", "certs.d/_default", "cni-state"] + \
             ["mnt" + f for f in FIXED]:
         os.makedirs(os.path.join(nd, sub), exist_ok=True)
-    reg = info["registry"]
+    reg = f'{info["host_ip"]}:{info["ports"]["registry"]}'   # the registry, from the network namespace
     host = f'[host."http://{reg}"]\n  capabilities = ["pull", "resolve"]\n'
     write_file(os.path.join(nd, "certs.d/registry.k8s.io/hosts.toml"), f'server = "https://registry.k8s.io"\n\n{host}')
     write_file(os.path.join(nd, "certs.d/_default/hosts.toml"), host)
@@ -184,7 +197,7 @@ temp = "{nd}/containerd/tmp"
     port, healthz = free_port(), free_port()
     write_file(os.path.join(nd, "kubelet.yaml"), yaml.safe_dump({
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-        "address": info["host_ip"], "port": port, "readOnlyPort": 0,
+        "address": node_ip(info, index), "port": port, "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1", "healthzPort": healthz,
         "cgroupDriver": "cgroupfs", "cgroupRoot": _make_cgroups(name), "failCgroupV1": False, "failSwapOn": False,
         "containerRuntimeEndpoint": f"unix://{sock}", "makeIPTablesUtilChains": False,
@@ -201,7 +214,7 @@ temp = "{nd}/containerd/tmp"
            if info["settings"].get("CLUSTER_FEATURE_GATES") else {}),
     }, sort_keys=False))
     topo, hw_mounts = lay_out(nd, spec)
-    write_file(os.path.join(nd, "kubeconfig"), kubeconfig(info["apiserver"], token, f"system:node:{name}"), 0o600)
+    write_file(os.path.join(nd, "kubeconfig"), kubeconfig(api_from_netns(info), token, f"system:node:{name}"), 0o600)
     mounts = "".join(f"mount --bind {nd}/mnt{f} {f}\n" for f in FIXED)
     path = ":".join([dirs["containerd"], dirs["runc"], "/usr/local/sbin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
     logs = p("logs")
@@ -219,14 +232,15 @@ containerd --config {nd}/containerd.toml >>{logs}/real-{name}-containerd.log 2>&
 cpid=$!
 i=0; while [ ! -S {sock} ]; do i=$((i+1)); [ $i -lt 300 ] || exit 1; sleep 0.1; done
 {dirs['kubelet']}/kubelet --config={nd}/kubelet.yaml --kubeconfig={nd}/kubeconfig --root-dir=/var/lib/kubelet \\
-  --hostname-override={name} --node-ip={info['host_ip']} --v=1 >>{logs}/real-{name}-kubelet.log 2>&1 &
+  --hostname-override={name} --node-ip={node_ip(info, index)} {" ".join(shlex.quote(f) for f in kubelet_flags(spec))} --v=1 >>{logs}/real-{name}-kubelet.log 2>&1 &
 kpid=$!
 rc=0; wait -n || rc=$?
 kill -TERM $cpid $kpid 2>/dev/null || true
 wait || true
 exit $rc
 """, 0o755)
-    return {"name": name, "dir": nd, "port": port, "subnet": str(subnet), "bridge": _bridge(name),
+    return {"name": name, "dir": nd, "ip": node_ip(info, index), "port": port, "subnet": str(subnet),
+            "bridge": _bridge(name),
             "cpus": len(topo.cpus), "cells": len(topo.cells)}
 
 
@@ -294,14 +308,18 @@ def start_real_nodes(info, settings, tokens):
     log(f"pause image pushed as {ref} (served as {PAUSE_IMAGE} through the mirror)")
     log(f"driver images pushed: {' '.join(push_driver(dirs, info['registry']))}")
     state = read_json(p("real-nodes.json")) or {"nodes": {}}
-    state["kube_proxy_dir"] = dirs["kube-proxy"]
     write_file(p("real-nodes.json"), json.dumps(state, indent=1))
     _host_state(join=True)
+    # the namespace has no default route: without one for the Service range a dial of 10.96.0.1
+    # fails with "network is unreachable" before kube-proxy's DNAT (OUTPUT) is consulted
+    run(["ip", "-n", netns_name(), "route", "replace", SERVICE_CIDR, "via", info["host_ip"]])
     comps = []
     for i, name in enumerate(names):
         node = node_config(name, i, dirs, info, tokens[name], specs[name])
+        run(["ip", "-n", netns_name(), "addr", "replace", f"{node['ip']}/32", "dev", VETH_NS])
         comp = f"real-{name}"
-        spawn(comp, ["unshare", "-m", "-u", "--propagation", "private", "bash", os.path.join(node["dir"], "run.sh")])
+        spawn(comp, in_netns(["unshare", "-m", "-u", "--propagation", "private", "bash",
+                              os.path.join(node["dir"], "run.sh")]))
         pid = pidinfo(comp)["pid"]
         time.sleep(0.2)
         try:
@@ -313,7 +331,7 @@ def start_real_nodes(info, settings, tokens):
         comps.append(comp)
     for name in names:
         wait_for(f"real node {name} Ready", lambda: _node_ready(info, name), 120, interval=0.5, proc=f"real-{name}")
-    comps.append(start_kube_proxy(dirs, info, names[0]))
+    comps.append(start_kube_proxy(dirs, info, names[0], ns_ip(info)))
     log(f"{len(names)} real node(s) Ready in {time.monotonic() - t0:.1f}s: "
         + ", ".join(f"{n} ({state['nodes'][n]['cpus']} CPUs, {state['nodes'][n]['cells']} cells)" for n in names))
     return comps
@@ -366,7 +384,7 @@ def stop_real_nodes():
     state = read_json(p("real-nodes.json"))
     if not state:
         return
-    problems = stop_kube_proxy(state.get("kube_proxy_dir"))
+    problems = stop_kube_proxy()
     for name, node in state.get("nodes", {}).items():
         kill_group(f"real-{name}", grace=5.0)
         _, cgs = _cgroup_dirs(name)
@@ -378,7 +396,7 @@ def stop_real_nodes():
         left = kill_until_gone(node_pids, rounds=50, pause=0.1)
         if left:
             problems.append(f"{name}: processes left {sorted(left)}")
-        run(["ip", "link", "del", node["bridge"]], check=False)
+        run(["ip", "-n", netns_name(), "link", "del", node["bridge"]], check=False)
         for cg in cgs:
             for _ in range(20):
                 _rmdir_tree(cg)

@@ -18,7 +18,7 @@ import yaml
 from cluster_state import CACHE, CHART_NAME, CHART_REPO, CHARTS_DIR, http_get, p, read_json, run, write_file
 
 
-def registry_config(port):
+def registry_config(port, addr="127.0.0.1"):
     storage = os.path.join(CACHE, "registry")
     os.makedirs(storage, exist_ok=True)
     cfg = {
@@ -26,7 +26,7 @@ def registry_config(port):
         "log": {"level": "warn", "fields": {"service": "registry"}},
         "storage": {"filesystem": {"rootdirectory": storage}, "delete": {"enabled": True},
                     "cache": {"blobdescriptor": "inmemory"}},
-        "http": {"addr": f"127.0.0.1:{port}", "headers": {"X-Content-Type-Options": ["nosniff"]}},
+        "http": {"addr": f"{addr}:{port}", "headers": {"X-Content-Type-Options": ["nosniff"]}},
     }
     write_file(p("registry.yml"), yaml.safe_dump(cfg, sort_keys=False))
     return p("registry.yml")

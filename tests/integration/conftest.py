@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import late_builds
-from real_nodes_lib import host_real_nodes_owner
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER_PY = os.path.join(REPO, "tests", "cluster", "cluster.py")
@@ -39,16 +38,9 @@ def _late(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests with late_build last, in the build order; the others keep theirs (a stable sort). When
-    real-node tests are selected and a cluster outside the suite runs real nodes (e.g. `make demo`
-    left up), stop at once: they could only fail at the end, on the host's one kube-proxy."""
+    """Tests with late_build last, in the build order; the others keep theirs (a stable sort)."""
     steps = late_builds.recipe()
     items[:] = sorted(items, key=lambda i: -1 if _late(i) is None else late_builds.order(_late(i), steps))
-    owner = any(_late(i) == "real-node" for i in items) and host_real_nodes_owner()
-    if owner:
-        pytest.exit(f"the test cluster in {owner} runs real nodes (the host's kube-proxy: one such cluster at a "
-                    f"time), and the selected tests start their own; take it down first: "
-                    f"CLUSTER_STATE_DIR={owner} make cluster-down", returncode=3)
 
 
 _BUILT = {}   # what -> None (there) or the error text of its build

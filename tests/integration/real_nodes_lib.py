@@ -4,23 +4,14 @@ test_real_node.py, test_real_driver.py and test_real_faults.py each bring up a c
 node (CLUSTER_REAL_NODES=1: a real kubelet + containerd, tests/cluster/cluster_real_node.py) named
 NODE, tainted TAINT_KEY:NoExecute so only pods that ask for it run there. `skip_marks()` runs a
 module last, after the real-node binaries are built (late_builds.py), and skips it, saying why, only
-when the run is not root; `wait`
-polls; `host_real_nodes_owner` names a cluster outside the suite that holds the host's real-node
-kube-proxy (the suite then stops before its first test); the rest read the driver's
+when the run is not root; `wait` polls; the rest read the driver's
 ResourceSlices, pods and the nodes' taints from the real API.
 """
 import os
-import sys
 import time
 from contextlib import contextmanager
 
 import pytest
-
-CLUSTER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cluster")
-if CLUSTER_DIR not in sys.path:
-    sys.path.insert(0, CLUSTER_DIR)
-
-from cluster_kube_proxy import owner_elsewhere  # noqa: E402  pylint: disable=wrong-import-position
 
 NODE = "real01"
 TAINT_KEY = "dra-cpu.kubevirtci.io/real-node"
@@ -34,12 +25,6 @@ def skip_marks():
         pytest.mark.late_build("real-node"),
         pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
     ]
-
-
-def host_real_nodes_owner():
-    """The state dir of a running cluster with real nodes (its kube-proxy holds the host's lock: one
-    such cluster at a time), or None: cluster_kube_proxy.owner_elsewhere, the check its start makes."""
-    return owner_elsewhere()
 
 
 def wait(what, fn, timeout=120, interval=0.5):

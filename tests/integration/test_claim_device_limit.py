@@ -8,32 +8,30 @@ playbooks/verify.yml's default claim (that size) is allocated and its pod starts
 
 Nodes: real01 is a real kubelet + containerd (tests/cluster/cluster_real_node.py) whose fake CPU
 tree has 80 CPUs in one cell, running the project's driver (a real kubelet plugin on
-k8s.io/dynamic-resource-allocation) in individual mode; the harness needs one simulated node too
-(node01, the same topology), kept out of verify's way by a NoSchedule taint. Runs last, after the
-real-node binaries are built (late_builds.py).
+k8s.io/dynamic-resource-allocation) in individual mode; it is the cluster's only node
+(CLUSTER_NODES=0, as `make demo` runs, so it carries no taint and the chart's and verify's defaults
+place their pods there). Runs last, after the real-node binaries are built (late_builds.py).
 """
 import pytest
 
 from ansible_run import run_playbook
-from real_nodes_lib import NODE, TAINT_KEY, only_real_node_schedulable as taint_simulated, skip_marks
+from real_nodes_lib import NODE, skip_marks
 
 pytestmark = skip_marks() + [pytest.mark.timeout(1200)]
 
-# the chart's default tolerates NoSchedule taints only; the real node carries a NoExecute one
-INDIVIDUAL = {"dra_cpu_cpu_device_mode": "individual",
-              "dra_cpu_chart_values": {"tolerations": [{"operator": "Exists"}]}}
-ON_REAL = {"dra_cpu_verify_tolerations": [{"key": TAINT_KEY, "operator": "Exists"}]}
+INDIVIDUAL = {"dra_cpu_cpu_device_mode": "individual"}
 LIMIT = 32   # k8s.io/api resource/v1 AllocationResultsMaxSize
 
 
 @pytest.fixture(scope="module")
 def big_cell(cluster_factory):
     """80 vCPUs in one NUMA cell (kubevirtci's KUBEVIRT_NUM_VCPU / KUBEVIRT_NUM_NUMA_NODES) on the real
-    node and the simulated one."""
-    c = cluster_factory("claim-limit", KUBEVIRT_NUM_VCPU=80, KUBEVIRT_NUM_NUMA_NODES=1, CLUSTER_REAL_NODES=1,
-                        CLUSTER_SLICE_DELETE_DELAY=3)
+    node, the only one."""
+    c = cluster_factory("claim-limit", KUBEVIRT_NUM_VCPU=80, KUBEVIRT_NUM_NUMA_NODES=1, CLUSTER_NODES=0,
+                        CLUSTER_REAL_NODES=1)
     yield c
-    # down at the module's end: clusters with real nodes share the host's kube-proxy, one at a time
+    # down at the module's end, not the session's: its kubelet, containerd and pods leave the
+    # machine's 2 CPUs to the modules after it
     c.down()
 
 
@@ -42,12 +40,6 @@ def installed(big_cell):
     r = run_playbook(big_cell, "install", extra_vars=INDIVIDUAL)
     assert r.rc == 0, r
     return r
-
-
-@pytest.fixture
-def only_real(big_cell):
-    with taint_simulated(big_cell):
-        yield
 
 
 def test_install_reports_the_claim_limit_not_the_cell(installed):
@@ -64,10 +56,10 @@ def test_install_reports_the_claim_limit_not_the_cell(installed):
         in table, table
 
 
-def test_verify_default_claim_is_allocated_and_its_pod_starts(big_cell, installed, only_real):
+def test_verify_default_claim_is_allocated_and_its_pod_starts(big_cell, installed):
     """The default size (max_vm_host_cpus) is one the scheduler allocates, 32 devices, not 78, and the
     real kubelet starts its pod with the 32 CPUs the driver prepared."""
-    r = run_playbook(big_cell, "verify", extra_vars=ON_REAL)
+    r = run_playbook(big_cell, "verify")
     assert r.rc == 0, r
     claim = r.result("Wait until the scheduler allocates the claim")["resources"][0]
     assert claim["spec"]["devices"]["requests"][0]["exactly"]["count"] == LIMIT, claim["spec"]
@@ -81,10 +73,9 @@ def test_verify_default_claim_is_allocated_and_its_pod_starts(big_cell, installe
     assert f"its container pinned to CPUs 2-33 (the driver's log on {NODE})" in text, text
 
 
-def test_one_device_more_is_refused_by_the_scheduler(big_cell, installed, only_real):
+def test_one_device_more_is_refused_by_the_scheduler(big_cell, installed):
     """33 CPUs fit in the 78-CPU cell, but not in one claim: the limit is the API's, not the role's."""
-    r = run_playbook(big_cell, "verify", extra_vars=dict(ON_REAL, dra_cpu_verify_cpus=LIMIT + 1,
-                                                          dra_cpu_verify_timeout=16))
+    r = run_playbook(big_cell, "verify", extra_vars={"dra_cpu_verify_cpus": LIMIT + 1, "dra_cpu_verify_timeout": 16})
     assert r.rc != 0, r
     msg = " ".join(r.failure_messages())
     assert "was not allocated" in msg and "exceeds the claim limit of 32" in msg, msg

@@ -44,8 +44,8 @@ STATE = {}
 def rc(cluster_factory):
     c = cluster_factory("real-faults", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
     yield c
-    # down at the module's end, not the session's: clusters with real nodes share the host's
-    # kube-proxy and iptables, one at a time (cluster_kube_proxy.py)
+    # down at the module's end, not the session's: its kubelet, containerd and pods leave the
+    # machine's 2 CPUs to the modules after it
     c.down()
 
 

@@ -4,8 +4,9 @@ The node registers and becomes Ready from a real kubelet (its /configz through t
 node proxy, nodeInfo from the CRI), a hostNetwork pod and a bridge-network pod run with the
 harness-built pause image pulled through the registry mirror from the local registry, and
 `cluster.py down` leaves nothing behind: processes, mounts, the bridge and its veths, cgroup
-dirs, host sysctls, the iptables chains of the real kube-proxy (which serves the `kubernetes`
-Service while the node runs). Runs last, after the real-node binaries are built (`tests/cluster/build.sh
+dirs, host sysctls, the network namespace with the real kube-proxy's rules (it serves the
+`kubernetes` Service while the node runs). The node lives in the cluster's network namespace, so
+the host's iptables and links never change and a second cluster with a real node runs beside it. Runs last, after the real-node binaries are built (`tests/cluster/build.sh
 real-node`, about 5 minutes on a new machine; late_builds.py).
 """
 import glob
@@ -17,7 +18,7 @@ import ssl
 import subprocess
 import urllib.request
 
-from real_nodes_lib import NODE, TAINT_KEY, skip_marks, wait
+from real_nodes_lib import NODE, TAINT_KEY, is_ready, skip_marks, wait
 
 HOST_STATE = "/run/dracpu-real-nodes.json"
 FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
@@ -35,13 +36,18 @@ def sysctls():
     return out
 
 
-def kube_chains():
-    """The KUBE-* chains of every iptables table (kube-proxy's and the kubelet's)."""
+def kube_chains(netns=None):
+    """The KUBE-* chains of every iptables table (kube-proxy's and the kubelet's), on the host or in
+    the network namespace netns."""
     out = {}
     for binary in ("iptables-save", "ip6tables-save"):
-        text = subprocess.run([binary], capture_output=True, text=True).stdout
+        text = subprocess.run(in_netns(netns, [binary]), capture_output=True, text=True).stdout
         out[binary] = sorted(line.split()[0] for line in text.splitlines() if line.startswith(":KUBE-"))
     return out
+
+
+def in_netns(netns, argv):
+    return (["nsenter", f"--net=/run/netns/{netns}"] if netns else []) + argv
 
 
 def pod(name, host_network):
@@ -90,11 +96,15 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
                  timeout=90)
         hostnet = core.read_namespaced_pod("real-hostnet", "default")
         bridge = core.read_namespaced_pod("real-bridge", "default")
+        # the node's address in the cluster's network namespace (cluster_real_node.node_ip)
+        node_cidr = ipaddress.ip_network(c.env["CLUSTER_NODE_CIDR"])
+        assert node.status.addresses[0].address == str(node_cidr.network_address + 249 * 256 + 1) == node_state["ip"]
         assert hostnet.status.pod_ip == node.status.addresses[0].address
         assert ipaddress.ip_address(bridge.status.pod_ip) in ipaddress.ip_network(node_state["subnet"])
         reg_log = open(os.path.join(c.state_dir, "logs", "registry.log"), errors="replace").read()
         assert "ns=registry.k8s.io" in reg_log and "/v2/pause/manifests/" in reg_log
-        veths = subprocess.run(["ip", "-o", "link", "show", "master", node_state["bridge"]],
+        netns = c.env["CLUSTER_NETNS"]
+        veths = subprocess.run(["ip", "-n", netns, "-o", "link", "show", "master", node_state["bridge"]],
                                capture_output=True, text=True).stdout
         veths = [line.split(":")[1].strip().split("@")[0] for line in veths.splitlines()]
         assert veths, "the bridge pod has no veth on the node's bridge"
@@ -103,9 +113,25 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
         cg = f"dracpu-{hashlib.sha256(c.state_dir.encode()).hexdigest()[:8]}-{NODE}"   # cluster_real_node
         cgroups = glob.glob(f"/sys/fs/cgroup/*/{cg}")
         assert cgroups and os.path.isdir(f"/sys/fs/cgroup/memory/{cg}/kubepods")
-        # the real kube-proxy serves the kubernetes Service for in-cluster clients on the real nodes
-        nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
+        # the real kube-proxy serves the kubernetes Service for in-cluster clients on the real
+        # nodes, from the namespace's own tables; the host's are as they were, and so are its links
+        nat = subprocess.run(in_netns(netns, ["iptables-save", "-t", "nat"]), capture_output=True, text=True).stdout
         assert "default/kubernetes:https" in nat and "10.96.0.1/32" in nat, nat[-1500:]
+        assert kube_chains() == chains_before, "the host's iptables changed while the real node ran"
+        host_links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+        assert node_state["bridge"] + ":" not in host_links
+        # a second cluster with a real node runs beside it: its own namespace, kube-proxy and real01
+        c2 = cluster_factory("real-node-2", CLUSTER_REAL_NODES=1)
+        try:
+            core2 = client.CoreV1Api(c2.api_client)
+            assert c2.env["CLUSTER_NETNS"] != netns
+            assert is_ready(core2.read_node(NODE)) and is_ready(core.read_node(NODE))
+            core2.create_namespaced_pod("default", pod("real-hostnet-2", True))
+            wait("pod real-hostnet-2 Running in the second cluster",
+                 lambda: core2.read_namespaced_pod("real-hostnet-2", "default").status.phase == "Running", timeout=90)
+            assert core.read_namespaced_pod("real-hostnet", "default").status.phase == "Running"
+        finally:
+            c2.down()
     finally:
         c.down()
 
@@ -127,12 +153,13 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
             except OSError:
                 pass
     assert not left, f"processes left: {left}"
+    assert netns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert node_state["bridge"] + ":" not in links
     for v in veths:
         assert f" {v}@" not in links and f" {v}:" not in links, v
     assert not [g for g in cgroups if os.path.exists(g)]
-    assert kube_chains() == chains_before, "iptables chains left by kube-proxy or the kubelet"
+    assert kube_chains() == chains_before, "iptables chains left on the host"
     if not shared:
         assert sysctls() == before
         assert not os.path.exists(HOST_STATE)

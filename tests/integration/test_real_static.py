@@ -26,7 +26,7 @@ def static(cluster_factory):
     c = cluster_factory("real-static", CLUSTER_REAL_NODES=1,
                         CLUSTER_REAL_NODE_OVERRIDES=json.dumps({NODE: {"cpu_manager_policy": "static"}}))
     yield c
-    c.down()   # one cluster with real nodes at a time (the host's kube-proxy and iptables)
+    c.down()   # at the module's end: its kubelet, containerd and pods leave the CPUs to the next modules
 
 
 def test_the_real_kubelet_says_static(static):

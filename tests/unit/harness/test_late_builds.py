@@ -18,6 +18,7 @@ def test_the_recipe_is_the_makefiles_build_binaries_in_its_order():
     assert late_builds.recipe() == [
         ("all", {}), ("helm-old", {}), ("real-node", {}),
         ("kubernetes v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),   # molecule's, in the other lane
+        ("real-node v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),    # its real node's kubelet, kube-proxy
         ("kubernetes v1.35.4", {"CLUSTER_K8S_VERSION": "v1.35.4"}),
     ]
 

@@ -1,0 +1,51 @@
+"""A real node's spec and address (tests/cluster): cluster_node_hw.node_spec reads
+CLUSTER_REAL_NODE_OVERRIDES, including the labels the kubelet registers the node with
+(kubelet_flags: --node-labels, which molecule's multinode scenario selects the driver by), and refuses
+what it cannot use, naming the node and the key; cluster_real_node.node_ip puts node i at 10.N.249.i
+in the cluster's network namespace, apart from the simulated nodes' 10.N.1.x (sim_node_specs)."""
+import json
+import os
+import sys
+
+import pytest
+
+CLUSTER_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "cluster"))
+for d in (CLUSTER_DIR, os.path.join(CLUSTER_DIR, "sim")):
+    if d not in sys.path:
+        sys.path.insert(0, d)
+
+import cluster_node_hw  # noqa: E402  pylint: disable=wrong-import-position
+import cluster_real_node  # noqa: E402  pylint: disable=wrong-import-position
+import sim_node_specs  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def spec(overrides, name="real01"):
+    return cluster_node_hw.node_spec({"CLUSTER_REAL_NODE_OVERRIDES": json.dumps(overrides)}, name)
+
+
+def test_labels_become_the_kubelets_node_labels_flag():
+    s = spec({"real01": {"labels": {"example.com/dra-cpu": "true", "a.example/b": "x"}}})
+    assert cluster_node_hw.kubelet_flags(s) == ["--node-labels=a.example/b=x,example.com/dra-cpu=true"]
+
+
+def test_no_labels_no_flag_and_the_defaults():
+    s = spec({})
+    assert cluster_node_hw.kubelet_flags(s) == []
+    assert (s["cpus"], s["numa_nodes"], s["cpu_manager_policy"], s["labels"]) == (12, 2, "none", {})
+
+
+@pytest.mark.parametrize("labels", [["x"], {"k": 1}, {"k": "a,b"}, {"": "v"}, {"k=v": "w"}])
+def test_labels_that_are_not_names_to_strings_are_refused_naming_the_node(labels):
+    with pytest.raises(cluster_node_hw.SpecError, match="real01: labels must be an object"):
+        spec({"real01": {"labels": labels}})
+
+
+def test_an_unknown_key_is_refused_naming_it_and_the_known_ones():
+    with pytest.raises(cluster_node_hw.SpecError, match=r"real02: unknown key\(s\) taints; known: .*labels"):
+        spec({"real02": {"taints": []}}, "real02")
+
+
+def test_real_node_addresses_are_apart_from_the_simulated_ones():
+    info = {"node_cidr": "10.213.0.0/16"}
+    assert [cluster_real_node.node_ip(info, i) for i in range(3)] == ["10.213.249.1", "10.213.249.2", "10.213.249.3"]
+    assert sim_node_specs.node_address("10.213.0.0/16", 1) == "10.213.1.1"
