@@ -26,14 +26,16 @@ build-first: deps           ## what every test cluster needs: etcd, helm, Kubern
 
 # The builds in the order the suite first needs them (no deps: `make test` runs this behind its
 # stages, see hack/build_behind.sh; the integration tests that need a later one run last and wait
-# for it, tests/integration/late_builds.py; 1.37.2 before 1.35.4: molecule, in the other lane of
-# `make test`, needs it about 15 min before the 1.35 tests come at the end of integration). The other Kubernetes versions take about 7 min each on a
+# for it, tests/integration/late_builds.py). The real-node binaries first: every molecule scenario,
+# in the other lane of `make test`, runs on real nodes; then 1.37.2 and its kubelet before 1.35.4:
+# molecule's 1.37 scenario needs them about 15 min before the 1.35 tests come at the end of
+# integration. The other Kubernetes versions take about 7 min each on a
 # new machine, then are cached: built by default, so a new machine runs their cases instead of
 # skipping them.
 build-binaries:
 	@tests/cluster/build.sh all >/dev/null
-	@tests/cluster/build.sh helm-old >/dev/null
 	@tests/cluster/build.sh real-node >/dev/null
+	@tests/cluster/build.sh helm-old >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh real-node >/dev/null
 	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes >/dev/null

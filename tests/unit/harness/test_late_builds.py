@@ -16,7 +16,7 @@ import late_builds  # noqa: E402  pylint: disable=wrong-import-position
 
 def test_the_recipe_is_the_makefiles_build_binaries_in_its_order():
     assert late_builds.recipe() == [
-        ("all", {}), ("helm-old", {}), ("real-node", {}),
+        ("all", {}), ("real-node", {}), ("helm-old", {}),   # real nodes: every molecule scenario
         ("kubernetes v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),   # molecule's, in the other lane
         ("real-node v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),    # its real node's kubelet, kube-proxy
         ("kubernetes v1.35.4", {"CLUSTER_K8S_VERSION": "v1.35.4"}),
@@ -34,7 +34,7 @@ def test_a_recipe_stops_at_the_blank_line_and_reads_only_build_sh_lines(tmp_path
 
 def test_order_follows_the_recipe_and_refuses_a_name_that_is_not_in_it():
     steps = late_builds.recipe()
-    assert late_builds.order("helm-old", steps) < late_builds.order("real-node", steps) \
+    assert late_builds.order("real-node", steps) < late_builds.order("helm-old", steps) \
         < late_builds.order("kubernetes v1.35.4", steps)
     with pytest.raises(ValueError, match=re.escape("late_build('kubernetes v1.34.0'): not a line")):
         late_builds.order("kubernetes v1.34.0", steps)
