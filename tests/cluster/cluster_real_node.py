@@ -12,9 +12,8 @@ the kubelet; the order of a start (binaries from build.sh real-node, images from
 cluster_images.py, the nodes, then kube-proxy from cluster_kube_proxy.py) and of a teardown.
 Teardown (`down`): kube-proxy and its rules, the process group, every process left in the node's
 mount namespace or cgroups (shims, containers), the CNI bridge, the cgroup dirs, and the host
-sysctls that the bridge plugin and the kubelet change, restored to what they were before the
-first node started (machine-wide: /run/dracpu-real-nodes.json counts the state dirs with real
-nodes; the last one down restores them and removes the mount points it created).
+sysctls the kubelet changes, restored to what they were before the first node started, and the
+mount points made for FIXED (machine-wide, shared by state dirs: cluster_host_state.py).
 The node network, all inside the cluster's network namespace (so two clusters with real nodes run
 side by side and the host's network is never touched): node i's address 10.N.249.i on the
 namespace's end of the veth (the API server dials its kubelet there), pods get 10.N.250+i.0/24 on a
@@ -26,7 +25,6 @@ simulated nodes unless told to tolerate it. A cluster of real nodes only (CLUSTE
 `make demo` runs) has no such taint: every pod may land there.
 Must not: touch the simulated nodes, the control plane, or anything of another state dir.
 """
-import fcntl
 import ipaddress
 import json
 import os
@@ -38,25 +36,19 @@ import time
 import yaml
 
 from cluster_images import PAUSE_IMAGE, push_driver, push_pause
+from cluster_host_state import FIXED, host_state
 from cluster_kube_proxy import start_kube_proxy, stop_kube_proxy
 from cluster_netns import api_from_netns, in_netns, ns_ip
 from cluster_node_hw import SpecError, kubelet_flags, kubelet_settings, lay_out, node_spec, topology
 from cluster_pki import kubeconfig
 from cluster_processes import kill_group, kill_until_gone, pidinfo, proc_alive, spawn, wait_for
 from cluster_state import (
-    BUILD_SH, CACHE, SERVICE_CIDR, STATE, VETH_NS, die, free_port, http_get, log, netns_name, p, read_json, run, short_hash,
-    write_file,
+    BUILD_SH, CACHE, SERVICE_CIDR, VETH_NS, die, free_port, http_get, log, netns_name, p, read_json, run,
+    short_hash, write_file,
 )
 
 TAINT = {"key": "dra-cpu.kubevirtci.io/real-node", "value": "true", "effect": "NoExecute"}
 CGROUP_V1 = "/sys/fs/cgroup"
-# fixed paths that collide between node pairs: each node bind-mounts its own directory over them
-FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
-         "/var/log/pods", "/var/log/containers"]
-# host-wide sysctls the CNI bridge plugin (ip_forward) and the kubelet (setupKernelTunables) write
-HOST_STATE = "/run/dracpu-real-nodes.json"   # shared by all state dirs: see _host_state
-SYSCTLS = ["net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
-           "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
 
 
 def node_names(settings):
@@ -244,53 +236,6 @@ exit $rc
             "cpus": len(topo.cpus), "cells": len(topo.cells)}
 
 
-def _read_sysctls():
-    out = {}
-    for s in SYSCTLS:
-        try:
-            with open("/proc/sys/" + s) as f:
-                out[s] = f.read().strip()
-        except OSError:
-            pass
-    return out
-
-
-def _host_state(join):
-    """Host-wide changes shared by every state dir running real nodes (HOST_STATE, under a lock):
-    the first one in records the sysctls and creates the missing bind-mount targets, the last one
-    out restores and removes them (a state dir whose real-nodes.json is gone no longer counts)."""
-    problems = []
-    os.makedirs(CACHE, exist_ok=True)
-    with open(os.path.join(CACHE, "real-nodes.lock"), "w") as lk:   # machine-wide (the cache is)
-        fcntl.flock(lk, fcntl.LOCK_EX)
-        hs = read_json(HOST_STATE) or {"sysctls": _read_sysctls(),
-                                       "created": [f for f in FIXED if not os.path.lexists(f)], "users": []}
-        hs["users"] = [u for u in hs["users"] if u != STATE and os.path.exists(os.path.join(u, "real-nodes.json"))]
-        if join:
-            hs["users"].append(STATE)
-            for f in hs["created"]:
-                os.makedirs(f, exist_ok=True)
-        if hs["users"]:
-            write_file(HOST_STATE, json.dumps(hs, indent=1))
-        else:
-            for k, v in hs["sysctls"].items():
-                try:
-                    with open("/proc/sys/" + k, "w") as f:
-                        f.write(v)
-                except OSError as e:
-                    problems.append(f"sysctl {k}={v}: {e}")
-            for f in hs["created"]:
-                try:
-                    os.rmdir(f)
-                except OSError:
-                    pass
-            try:
-                os.unlink(HOST_STATE)
-            except OSError:
-                pass
-    return problems
-
-
 def start_real_nodes(info, settings, tokens):
     """Starts every node of CLUSTER_REAL_NODES; returns the component names (real-<name>)."""
     names = node_names(settings)
@@ -309,7 +254,7 @@ def start_real_nodes(info, settings, tokens):
     log(f"driver images pushed: {' '.join(push_driver(dirs, info['registry']))}")
     state = read_json(p("real-nodes.json")) or {"nodes": {}}
     write_file(p("real-nodes.json"), json.dumps(state, indent=1))
-    _host_state(join=True)
+    host_state(join=True)
     # the namespace has no default route: without one for the Service range a dial of 10.96.0.1
     # fails with "network is unreachable" before kube-proxy's DNAT (OUTPUT) is consulted
     run(["ip", "-n", netns_name(), "route", "replace", SERVICE_CIDR, "via", info["host_ip"]])
@@ -406,7 +351,7 @@ def stop_real_nodes():
             else:
                 problems.append(f"{name}: cgroup {cg} still present")
     os.unlink(p("real-nodes.json"))
-    problems += _host_state(join=False)
+    problems += host_state(join=False)
     for pr in problems:
         log(f"WARNING: real node teardown: {pr}")
 

@@ -1,0 +1,71 @@
+"""What the real nodes change on the host itself, shared by every state dir that runs them.
+
+Owns: the fixed paths that collide between node pairs (FIXED: each node bind-mounts its own
+directory over them in its mount namespace) and the mount points made for those missing on the
+host; the host-wide sysctls the kubelet writes (setupKernelTunables; ip_forward too, which the CNI
+bridge plugin writes in the namespace it runs in, the host's before the nodes had their own
+network namespace); /run/dracpu-real-nodes.json, which records them as they were before the first
+state dir's nodes started and which state dirs run real nodes now. The last state dir out restores
+the sysctls and removes the mount points (a state dir whose real-nodes.json is gone no longer
+counts).
+Must not: start or stop anything.
+"""
+import fcntl
+import json
+import os
+
+from cluster_state import CACHE, STATE, read_json, write_file
+
+# fixed paths that collide between node pairs: each node bind-mounts its own directory over them
+FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
+         "/var/log/pods", "/var/log/containers"]
+HOST_STATE = "/run/dracpu-real-nodes.json"   # shared by all state dirs
+SYSCTLS = ["net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
+           "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
+
+
+def _read_sysctls():
+    out = {}
+    for s in SYSCTLS:
+        try:
+            with open("/proc/sys/" + s) as f:
+                out[s] = f.read().strip()
+        except OSError:
+            pass
+    return out
+
+
+def host_state(join):
+    """Host-wide changes shared by every state dir running real nodes (HOST_STATE, under a lock):
+    the first one in records the sysctls and creates the missing bind-mount targets, the last one
+    out restores and removes them (a state dir whose real-nodes.json is gone no longer counts)."""
+    problems = []
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, "real-nodes.lock"), "w") as lk:   # machine-wide (the cache is)
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        hs = read_json(HOST_STATE) or {"sysctls": _read_sysctls(),
+                                       "created": [f for f in FIXED if not os.path.lexists(f)], "users": []}
+        hs["users"] = [u for u in hs["users"] if u != STATE and os.path.exists(os.path.join(u, "real-nodes.json"))]
+        if join:
+            hs["users"].append(STATE)
+            for f in hs["created"]:
+                os.makedirs(f, exist_ok=True)
+        if hs["users"]:
+            write_file(HOST_STATE, json.dumps(hs, indent=1))
+        else:
+            for k, v in hs["sysctls"].items():
+                try:
+                    with open("/proc/sys/" + k, "w") as f:
+                        f.write(v)
+                except OSError as e:
+                    problems.append(f"sysctl {k}={v}: {e}")
+            for f in hs["created"]:
+                try:
+                    os.rmdir(f)
+                except OSError:
+                    pass
+            try:
+                os.unlink(HOST_STATE)
+            except OSError:
+                pass
+    return problems
