@@ -14,7 +14,7 @@ SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude 
 	--exclude bench/ --exclude hack/
 
 .PHONY: build-first build-binaries build-1.35 build-1.37 build-helm-old build-real-node newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
-        integration molecule docs-check bench clean check
+        integration integration-real-nodes integration-others molecule docs-check bench clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
 	@hack/setup.sh
@@ -74,9 +74,18 @@ lint: deps                  ## ansible-lint (production profile), README variabl
 	$(PY) hack/check_variables.py
 	VENV=$(VENV) hack/lint_collection_docs.sh
 
+INTEGRATION_PYTEST = CLUSTER_SLICE_DELETE_DELAY=3 $(PY) -m pytest tests/integration -q -rs --durations=15 -p no:cacheprovider
+
 integration: build-first    ## pytest against the hermetic test clusters (brings them up and down; the tests needing a later build run last, building or waiting for it)
-	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration CLUSTER_SLICE_DELETE_DELAY=3 \
-	  $(PY) -m pytest tests/integration -q -rs --durations=15 -p no:cacheprovider
+	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration $(INTEGRATION_PYTEST)
+
+# `make test` splits `integration` over its two lanes (clusters with real nodes run side by side):
+# the real-node tests after molecule in the first lane, the others in the second
+integration-real-nodes: build-first ## the integration tests on real nodes only (late_build("real-node"))
+	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration-real $(INTEGRATION_PYTEST) --real-nodes=only
+
+integration-others: build-first ## the integration tests other than the real-node ones
+	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration $(INTEGRATION_PYTEST) --real-nodes=skip
 
 molecule: build-first       ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too (real nodes: their kubelet and kube-proxy of the same version, built on first use)
 	$(VENV)/bin/molecule test --all
@@ -105,9 +114,9 @@ newest: build-first         ## the newest Ansible (ansible 14 / ansible-core 2.2
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-newest .venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \
 	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
 
-test: deps                  ## everything CI runs, in two lanes side by side (the checks, newest and molecule | integration), with each stage's wall time at the end; the binaries build behind the stages
+test: deps                  ## everything CI runs, in two lanes side by side (the checks, newest, molecule and the real-node integration tests | the other integration tests), with each stage's wall time at the end; the binaries build behind the stages
 	@hack/build_behind.sh start
-	@trap 'hack/build_behind.sh stop' EXIT; hack/stages.sh unit sanity lint newest molecule --lane integration
+	@trap 'hack/build_behind.sh stop' EXIT; hack/stages.sh unit sanity lint newest molecule integration-real-nodes --lane integration-others
 
 check: deps                 ## quick feedback: unit + sanity + lint (no cluster)
 	@hack/stages.sh unit sanity lint

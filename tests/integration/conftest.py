@@ -8,6 +8,9 @@
   is torn down at the end of the session (or earlier with `.down()`).
 - the `late_build(what)` mark (late_builds.py): such tests run last, in the Makefile's build order,
   after their binary is built or waited for, outside their timeout.
+- `--real-nodes=all|only|skip`: the tests on real nodes (late_build("real-node")) with the others,
+  alone, or not (deselected, and pytest says how many). `make test` runs them alone in its first
+  lane, after molecule, and the others in the second (clusters with real nodes run side by side).
 """
 import json
 import os
@@ -27,6 +30,12 @@ CLUSTER_PY = os.path.join(REPO, "tests", "cluster", "cluster.py")
 DEFAULT_STATE = os.path.join(REPO, ".cluster")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--real-nodes", choices=("all", "only", "skip"), default="all",
+                     help="run the real-node tests (late_build('real-node')) with the others (all), alone (only) "
+                          "or not (skip)")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "late_build(what): needs a binary of the Makefile's build-binaries "
                                        "built after the first cluster's; runs last, after it is built")
@@ -38,7 +47,13 @@ def _late(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests with late_build last, in the build order; the others keep theirs (a stable sort)."""
+    """Tests with late_build last, in the build order; the others keep theirs (a stable sort). With
+    --real-nodes=only|skip, the others or the real-node tests are deselected."""
+    want = config.getoption("--real-nodes")
+    if want != "all":
+        keep = [i for i in items if (_late(i) == "real-node") == (want == "only")]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
     steps = late_builds.recipe()
     items[:] = sorted(items, key=lambda i: -1 if _late(i) is None else late_builds.order(_late(i), steps))
 

@@ -1,0 +1,52 @@
+"""tests/integration/conftest.py's --real-nodes option, which `make test` uses to split the
+integration suite over its two lanes (integration-real-nodes after molecule in the first,
+integration-others in the second): `only` and `skip` partition the suite, `only` holds exactly the
+tests marked late_build("real-node"), and the deselected ones are counted, not dropped silently."""
+import os
+import re
+import subprocess
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def collect(option):
+    r = subprocess.run([sys.executable, "-m", "pytest", "tests/integration", f"--real-nodes={option}",
+                        "--collect-only", "-q", "-p", "no:cacheprovider"],
+                       cwd=REPO, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    ids = {line for line in r.stdout.splitlines() if "::" in line}
+    return ids, r.stdout.strip().splitlines()[-1]
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def real_node_modules():
+    """The integration modules that mark tests late_build("real-node") (directly or via
+    real_nodes_lib.skip_marks())."""
+    out = set()
+    d = os.path.join(REPO, "tests", "integration")
+    for name in os.listdir(d):
+        if name.startswith("test_") and name.endswith(".py"):
+            text = read(os.path.join(d, name))
+            if re.search(r'late_build\("real-node"\)|skip_marks\(\)', text):
+                out.add(f"tests/integration/{name}")
+    return out
+
+
+def test_only_and_skip_partition_the_suite_and_only_is_the_real_node_tests():
+    every, summary_all = collect("all")
+    only, summary_only = collect("only")
+    skip, summary_skip = collect("skip")
+    assert only and skip
+    assert only | skip == every and not only & skip
+    assert {i.split("::")[0] for i in only} <= real_node_modules()
+    # the modules whose every test is on a real node (module-level pytestmark) stay whole
+    whole = {m for m in real_node_modules() if "pytestmark = skip_marks()" in read(os.path.join(REPO, m))}
+    assert whole and not [i for i in skip if i.split("::")[0] in whole]
+    assert f"{len(only)}/{len(every)} tests collected ({len(skip)} deselected)" in summary_only
+    assert f"{len(skip)}/{len(every)} tests collected ({len(only)} deselected)" in summary_skip
+    assert f"{len(every)} tests collected" in summary_all
