@@ -10,7 +10,7 @@
   after their binary is built or waited for, outside their timeout.
 - `--real-nodes=all|only|skip`: the tests on real nodes (late_build("real-node")) with the others,
   alone, or not (deselected, and pytest says how many). `make test` runs them alone in its first
-  lane, after molecule, and the others in the second (clusters with real nodes run side by side).
+  lane, before molecule, and the others in the second (clusters with real nodes run side by side).
 """
 import json
 import os

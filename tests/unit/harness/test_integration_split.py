@@ -1,5 +1,5 @@
 """tests/integration/conftest.py's --real-nodes option, which `make test` uses to split the
-integration suite over its two lanes (integration-real-nodes after molecule in the first,
+integration suite over its two lanes (integration-real-nodes before molecule in the first,
 integration-others in the second): `only` and `skip` partition the suite, `only` holds exactly the
 tests marked late_build("real-node"), and the deselected ones are counted, not dropped silently."""
 import os
