@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs `make build-binaries` behind the test stages: started by `make test` before its first stage,
-# in its own process group at the lowest CPU and I/O priority, so the unit, sanity and lint stages
-# and the first integration tests run while Kubernetes compiles. A stage that needs a binary asks
+# in its own process group at a lower CPU and I/O priority than the stages (nice 5, best-effort I/O
+# 7), so the unit, sanity and lint stages and the first integration tests run while Kubernetes
+# compiles. Not the lowest: on a new machine the build is the critical path (the session cluster's
+# real node, molecule's 1.37.2, the 1.35 tests wait for it), and at nice 19 beside the two lanes
+# Kubernetes 1.37.2 took 986 s instead of about 300 s alone (docs/test-cluster.md). A stage that needs a binary asks
 # tests/cluster/build.sh for it, which waits for the build behind (one flock per output directory)
 # or builds it itself; nothing here decides what is built or in which order (the Makefile does).
 # With everything cached the build behind ends within a second.
@@ -20,11 +23,11 @@ case ${1:-} in
     if running; then echo "build behind: already running (pid $(cat "$pidf"), log $log)"; exit 0; fi
     rm -f "$rcf"
     # setsid: its own process group (stop ends the go builds too); nothing of it on this terminal
-    setsid nice -n 19 ionice -c 3 bash -c \
+    setsid nice -n 5 ionice -c 2 -n 7 bash -c \
       'start=$SECONDS; make --no-print-directory build-binaries; rc=$?
        echo "$rc $((SECONDS - start))" > "$1"; exit $rc' _ "$rcf" >"$log" 2>&1 </dev/null &
     echo $! > "$pidf"
-    echo "build behind: the test binaries build in the background at low priority (log $log)"
+    echo "build behind: the test binaries build in the background at a lower priority (log $log)"
     ;;
   stop)
     if running; then

@@ -59,7 +59,7 @@ for pid in "${pids[@]}"; do
 done
 wall=$((SECONDS - t0))
 
-printf '\n%-14s %4s %9s %9s  %s\n' stage lane "start (s)" "wall (s)" result
+printf '\n%-22s %4s %9s %9s  %s\n' stage lane "start (s)" "wall (s)" result
 sum=0
 for i in "${!lanes[@]}"; do
   [ -f "$outdir/.lane$((i + 1)).rows" ] || continue
@@ -69,11 +69,11 @@ for i in "${!lanes[@]}"; do
       skips=$(grep -c SKIPPED "$outdir/$stage.log")
       if [ "$skips" -gt 0 ]; then result="passed, $skips SKIPPED line(s) below"; else result=passed; fi
     fi
-    printf '%-14s %4s %9d %9d  %s\n' "$stage" "$lane" "$start" "$secs" "$result"
+    printf '%-22s %4s %9d %9d  %s\n' "$stage" "$lane" "$start" "$secs" "$result"
     sum=$((sum + secs))
   done <"$outdir/.lane$((i + 1)).rows"
 done
-printf '%-14s %4s %9s %9d  (%d min; the stages one after the other: %d s)\n' wall "" "" "$wall" \
+printf '%-22s %4s %9s %9d  (%d min; the stages one after the other: %d s)\n' wall "" "" "$wall" \
   "$((wall / 60))" "$sum"
 # grep the files itself: `cat | grep -q` under pipefail fails when grep stops at its first match and
 # cat, still writing a later log, gets SIGPIPE (the listing then went missing under load)

@@ -1,9 +1,12 @@
 """Fixtures for tests against the hermetic test cluster (tests/cluster/cluster.py).
 
-- `cluster` (session): the cluster every test shares. Uses an existing one when
-  `KUBECONFIG_EXISTING` is set (then nothing is started or stopped) or when the state dir already
-  holds a healthy cluster (left running afterwards); otherwise `cluster.py up` with the current
-  environment's knobs, and `cluster.py down` at the end unless `CLUSTER_KEEP=true`.
+- `cluster` (session): the cluster every test shares: one real node, `real01` (a real kubelet +
+  containerd; the driver a real kubelet plugin) and no simulated one (`SESSION_NODES`, whatever the
+  environment says: the tests name real01). Uses an existing one when `KUBECONFIG_EXISTING` is set
+  (then nothing is started or stopped) or when the state dir already holds a healthy cluster of that
+  shape (left running afterwards); otherwise `cluster.py up` with the current environment's other
+  knobs, and `cluster.py down` at the end unless `CLUSTER_KEEP=true`. Its real-node binaries are
+  built (or waited for) before the first test that uses it, outside that test's timeout.
 - `cluster_factory` (session): start extra clusters with their own state dir and knobs; each one
   is torn down at the end of the session (or earlier with `.down()`).
 - the `late_build(what)` mark (late_builds.py): such tests run last, in the Makefile's build order,
@@ -28,6 +31,8 @@ import late_builds
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER_PY = os.path.join(REPO, "tests", "cluster", "cluster.py")
 DEFAULT_STATE = os.path.join(REPO, ".cluster")
+# the session cluster's nodes: one real node (real01), no simulated one
+SESSION_NODES = {"CLUSTER_NODES": "0", "CLUSTER_REAL_NODES": "1"}
 
 
 def pytest_addoption(parser):
@@ -44,6 +49,12 @@ def pytest_configure(config):
 def _late(item):
     mark = item.get_closest_marker("late_build")
     return mark.args[0] if mark else None
+
+
+def _needs(item):
+    """The later build `item` waits for: its late_build mark's, else "real-node" when it uses the
+    session cluster (a real node), else None."""
+    return _late(item) or ("real-node" if "cluster" in getattr(item, "fixturenames", ()) else None)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -63,8 +74,9 @@ _BUILT = {}   # what -> None (there) or the error text of its build
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Before a late_build test's timeout starts: its binary, built or waited for once a session."""
-    what = _late(item)
+    """Before the timeout of a test that needs a later build starts (late_build, or the session
+    cluster's real node): its binary, built or waited for once a session."""
+    what = _needs(item)
     if what is not None and what not in _BUILT:
         reporter = item.config.pluginmanager.get_plugin("terminalreporter")
         if reporter:
@@ -77,7 +89,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_runtest_setup(item):
-    what = _late(item)
+    what = _needs(item)
     if what is not None and _BUILT.get(what):
         pytest.fail(f"{what} could not be built: {_BUILT[what]}", pytrace=False)
 
@@ -176,7 +188,7 @@ def cluster():
         yield Cluster(state, env, owned=False)
         return
     state = os.path.abspath(os.environ.get("CLUSTER_STATE_DIR", DEFAULT_STATE))
-    c, _ = start_cluster(state)
+    c, _ = start_cluster(state, env={**os.environ, **SESSION_NODES})
     yield c
     if os.environ.get("CLUSTER_KEEP") != "true":
         c.down()
@@ -206,9 +218,8 @@ def cluster_factory():
         except Exception as e:  # noqa: BLE001 -- tear the others down all the same
             return f"cluster down failed for {c.state_dir}: {e}"
 
-    # all at once: each cluster's own processes, network namespace and ports (a cluster with real
-    # nodes takes the machine-wide real-nodes lock in its own `down`), so a session does not wait
-    # for one down after the other
+    # all at once: each cluster has its own processes, network namespace (its real nodes' too) and
+    # ports, so a session does not wait for one down after the other
     with ThreadPoolExecutor(max_workers=max(1, len(started))) as pool:
         errors = [e for e in pool.map(down, started) if e]
     for e in errors:

@@ -7,8 +7,8 @@ the `ansible` PyPI bundle's site-packages, as for a pip user (Galaxy is not reac
 
 Tests in this module run in order and share the installed artifact.
 
-Nodes: the session cluster's simulated node (tests/cluster/sim); what is tested is the artifact and
-the install flow, which the real-node modules (test_real_*.py) run on a real kubelet.
+Nodes: the session cluster's real node, real01 (a real kubelet + containerd; the driver a real
+kubelet plugin).
 """
 import importlib.util
 import json

@@ -4,7 +4,7 @@ Re-versioned copies of the fixture charts are packaged in a temp dir and pushed 
 test cluster's registry under a path of their own (so no other test and no `cluster.py up` sees
 them): the 0.2.0 chart (only `args.*`) as 0.3.5, the 0.3.0 chart (`driverConfig`) as 0.2.5. The
 version-number rule would map both wrongly; reading the chart maps both right, and the driver
-(simulated) honours the reserved CPUs: 4 + 6 allocatable, not 6 + 6.
+(a real kubelet plugin on the session cluster's real node) honours the reserved CPUs: 4 + 6 allocatable, not 6 + 6.
 """
 import os
 import shutil
@@ -61,7 +61,7 @@ def release_values(cluster):
     return ds[0]
 
 
-def cells(topology, node="node01"):
+def cells(topology, node="real01"):
     """The fact's cells of a node as (id, allocatable CPUs), in the fact's (id) order."""
     return [(int(i), cpus) for i, cpus in topology["nodes"][node]["cells"].items()]
 
@@ -110,14 +110,14 @@ def test_unusable_image_fails_before_any_write(cluster, charts):
 
 def test_node_selector_only_where_the_chart_has_it_020(cluster):
     """0.2.0 has no nodeSelector value: a nodeSelector in dra_cpu_chart_values matches no node, but
-    the DaemonSet ignores it and covers node01, and so does preflight's eligible-nodes count."""
+    the DaemonSet ignores it and covers real01, and so does preflight's eligible-nodes count."""
     uninstall(cluster)
     selector = {"nodeSelector": {"example.org/no-such-label": "x"}}
     r = run_playbook(cluster, "install", extra_vars={"dra_cpu_chart_version": "0.2.0",
                                                      "dra_cpu_chart_values": selector})
     assert r.rc == 0, r
     pre = r.result("Check the cluster's prerequisites")
-    assert pre["checked_nodes"] == ["node01"], pre
+    assert pre["checked_nodes"] == ["real01"], pre
     assert r.result("Map the settings onto the values of chart")["node_selector"] == {}
     assert cells(r.fact("dra_cpu_topology")) == [(0, 4), (1, 6)]
     # 0.3.0 has one: there the same selector leaves no eligible node and preflight refuses

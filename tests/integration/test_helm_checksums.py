@@ -5,7 +5,7 @@ so the tests pin the mirror's own digest where they want a match): a pinned vers
 checked against the pin only and refused before anything is unpacked when the mirror's file
 differs; an unpinned one falls back to the mirror's .sha256sum and the run says so.
 
-Nodes: they play no part (helm's download and checksum); the session cluster's simulated node.
+Nodes: they play no part (helm's download and checksum); the session cluster's real node (real01).
 """
 import urllib.request
 

@@ -8,7 +8,7 @@ validates the 0.3.0 chart wrongly while the cluster's helm does not; then the ro
 first on PATH (replaced by a download of dra_cpu_helm_version from the cluster's helm mirror) and
 as dra_cpu_helm_binary (refused before any change).
 
-Nodes: they play no part (helm's schema validation); the session cluster's simulated node.
+Nodes: they play no part (helm's schema validation); the session cluster's real node (real01).
 """
 import os
 import re

@@ -7,8 +7,8 @@ machine's own pip settings (PIP_*) are passed through: they say how this host re
 
 Tests in this module run in order: the first builds the private environment the others reuse.
 
-Nodes: the session cluster's simulated node (not moved to a real one yet: the script's steps do not
-depend on the kubelet; the real-kubelet path is test_real_driver.py's).
+Nodes: the session cluster's real node, real01 (a real kubelet + containerd; the driver a real
+kubelet plugin).
 """
 import glob
 import json

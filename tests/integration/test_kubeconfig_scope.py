@@ -10,7 +10,7 @@ first write, and a kubeconfig given as a dict has only its secrets hidden.
 - target_cluster names the API server and context the client was built from.
 
 Nodes: the demo's own: one real node (a real kubelet + containerd), so that test runs last, after
-the real-node build; the others play no part (which cluster is touched, what is masked): simulated.
+the real-node build; the others use the session cluster (its real node, real01).
 """
 import os
 import re

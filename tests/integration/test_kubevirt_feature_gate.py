@@ -1,6 +1,6 @@
 """playbooks/kubevirt_feature_gate.yml adds CPUsWithDRA and keeps the gates already there.
 
-Nodes: they play no part (a KubeVirt CR is edited); the session cluster's simulated node.
+Nodes: they play no part (a KubeVirt CR is edited); the session cluster's real node (real01).
 """
 import os
 import time

@@ -4,8 +4,9 @@ the dra_cpu_topology fact; a failed topology step (the published cells do not ma
 and a failed helm install (a value the chart's schema refuses): the message, the driver's
 ResourceSlices and its pods' state; check mode: nothing.
 
-Nodes: the session cluster's simulated node (not moved to a real one yet; its failures are the
-role's, a mismatch of the sizing rule and a value the chart refuses).
+Nodes: the session cluster's real node, real01 (a real kubelet + containerd; the driver a real
+kubelet plugin); its failures are the role's, a mismatch of the sizing rule and a value the chart
+refuses.
 """
 import json
 
@@ -26,13 +27,13 @@ def test_a_passing_run_leaves_the_findings_and_the_topology(cluster, tmp_path):
     assert sorted(p.name for p in artifacts.iterdir()) == [PREFLIGHT, TOPOLOGY]
     findings = read(artifacts / PREFLIGHT)
     assert findings["passed"] is True
-    assert [f["node"] for f in findings["findings"] if f["check"] == "cpu_manager_policy"] == ["node01"]
+    assert [f["node"] for f in findings["findings"] if f["check"] == "cpu_manager_policy"] == ["real01"]
     assert findings["report"] == r.result("Check the cluster's prerequisites")["report"]
     written = read(artifacts / TOPOLOGY)
     # the fact, and what it leaves out: each node's devices, pool, SMT (the table's devices column)
     details = written.pop("node_details")
     assert written == r.fact("dra_cpu_topology")
-    assert [c["devices"] for c in details["node01"]["cells"]] == [["cpudevnuma000"], ["cpudevnuma001"]]
+    assert [c["devices"] for c in details["real01"]["cells"]] == [["cpudevnuma000"], ["cpudevnuma001"]]
 
 
 def test_check_mode_writes_nothing(cluster, tmp_path):
@@ -48,11 +49,11 @@ def test_a_failed_topology_step_leaves_the_slices_and_the_pods(cluster, tmp_path
                                                      "dra_cpu_num_vcpu": 12, "dra_cpu_num_numa_nodes": 3})
     assert r.rc == 2, r
     failure = read(artifacts / FAILURE)
-    assert "node node01 publishes cells [0, 1], expected cells [0, 1, 2]" in failure["message"]
-    assert {s["spec"]["nodeName"] for s in failure["resource_slices"]} == {"node01"}
-    assert [(p["node"], p["phase"]) for p in failure["driver_pods"]] == [("node01", "Running")]
-    assert failure["topology"]["nodes"]["node01"]["allocatable_cpus"] == 10
-    assert failure["node_details"]["node01"]["cells"][0]["devices"] == ["cpudevnuma000"]
+    assert "node real01 publishes cells [0, 1], expected cells [0, 1, 2]" in failure["message"]
+    assert {s["spec"]["nodeName"] for s in failure["resource_slices"]} == {"real01"}
+    assert [(p["node"], p["phase"]) for p in failure["driver_pods"]] == [("real01", "Running")]
+    assert failure["topology"]["nodes"]["real01"]["allocatable_cpus"] == 10
+    assert failure["node_details"]["real01"]["cells"][0]["devices"] == ["cpudevnuma000"]
     assert not (artifacts / TOPOLOGY).exists()
 
 
@@ -67,6 +68,6 @@ def test_a_failed_helm_install_leaves_the_slices_and_the_pods(cluster, tmp_path)
     assert failure["message"] == r.result("Fail with the install's own message")["msg"]
     assert "pullPolicy" in failure["message"]
     # the release installed before is untouched: its driver and slices are what the lane needs to see
-    assert [p["node"] for p in failure["driver_pods"]] == ["node01"]
-    assert {s["spec"]["nodeName"] for s in failure["resource_slices"]} == {"node01"}
+    assert [p["node"] for p in failure["driver_pods"]] == ["real01"]
+    assert {s["spec"]["nodeName"] for s in failure["resource_slices"]} == {"real01"}
     assert failure["pending_nodes"] == []

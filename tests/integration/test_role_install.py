@@ -3,8 +3,9 @@
 Tests in this module run in order and share the cluster; each one states the cluster state it
 needs first (installed / not installed), so a failure in one does not cascade into false passes.
 
-Nodes: the simulated node (not moved to a real one yet; the same flow on a real kubelet and driver,
-install, verify, the in-place upgrade, is test_real_driver.py's).
+Nodes: the session cluster's real node, real01 (a real kubelet + containerd; the driver a real
+kubelet plugin): every uninstall here waits for the kubelet to wipe the driver's slices, about 30 s
+after the plugin unregisters, as on a real cluster.
 """
 import hashlib
 import http.server
@@ -60,7 +61,7 @@ def install(cluster, **extra):
     return r
 
 
-def cells(topology, node="node01"):
+def cells(topology, node="real01"):
     """The fact's cells of a node as (id, allocatable CPUs), in the fact's (id) order."""
     return [(int(i), cpus) for i, cpus in topology["nodes"][node]["cells"].items()]
 
@@ -152,10 +153,10 @@ def test_install_defaults_reports_the_sizing_rule_and_is_idempotent(cluster):
     assert topo["driver"] == "dra.cpu"
     assert topo["mode"] == "grouped" and topo["group_by"] == "numanode"
     assert cells(topo) == [(0, 4), (1, 6)]
-    assert topo["nodes"]["node01"]["allocatable_cpus"] == 10
+    assert topo["nodes"]["real01"]["allocatable_cpus"] == 10
     assert topo["max_vm_host_cpus"] == 6
-    assert topo["largest_cell"] == {"node": "node01", "id": 1, "allocatable_cpus": 6}
-    assert topo["smallest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 4}
+    assert topo["largest_cell"] == {"node": "real01", "id": 1, "allocatable_cpus": 6}
+    assert topo["smallest_cell"] == {"node": "real01", "id": 0, "allocatable_cpus": 4}
     # the first run read the chart (mapping onto driverConfig) and created the namespace itself
     assert r.result("Map the settings onto the values of chart")["layout"]["values_key"] == "driverConfig", r
     first = r.result("Install or upgrade release")
@@ -203,8 +204,8 @@ def test_variants_publish_the_expected_cells(cluster, extra, expected):
             assert topo[key] == expected[key]
     if extra.get("dra_cpu_cpu_device_mode") == "individual":
         # the devices are in the table (the fact has the counts): one per CPU, the first cell's 4
-        rows = [line for line in r.result("Report")["msg"] if line.startswith("node01  ")]
-        assert rows[0].split()[:2] == ["node01", "0"] and rows[0].split()[2].startswith("cpudev000,cpudev0"), rows
+        rows = [line for line in r.result("Report")["msg"] if line.startswith("real01  ")]
+        assert rows[0].split()[:2] == ["real01", "0"] and rows[0].split()[2].startswith("cpudev000,cpudev0"), rows
 
 
 def test_uppercase_group_by_keeps_the_per_cell_sizing_check(cluster):
@@ -214,7 +215,7 @@ def test_uppercase_group_by_keeps_the_per_cell_sizing_check(cluster):
     r = run_playbook(cluster, "install", env={"DRA_CPU_GROUP_BY": "NUMANODE"},
                      extra_vars={"dra_cpu_num_vcpu": 12, "dra_cpu_num_numa_nodes": 3})
     assert r.rc == 2, r
-    assert any("node node01 publishes cells [0, 1], expected cells [0, 1, 2]" in m
+    assert any("node real01 publishes cells [0, 1], expected cells [0, 1, 2]" in m
                for m in r.failure_messages()), r
 
 
@@ -225,10 +226,10 @@ def test_upgrade_from_chart_02_with_new_reserved_cpus_reports_the_updated_pool(c
     uninstall(cluster)
     old = install(cluster, dra_cpu_chart_version="0.2.0").fact("dra_cpu_topology")
     assert cells(old) == [(0, 4), (1, 6)]
-    gen = old["nodes"]["node01"]["pool_generation"]
+    gen = old["nodes"]["real01"]["pool_generation"]
     new = install(cluster, dra_cpu_chart_version="0.3.0", dra_cpu_reserved_cpus="0-3").fact("dra_cpu_topology")
     assert cells(new) == [(0, 2), (1, 6)], "stale answer from the driver before the upgrade"
-    assert new["nodes"]["node01"]["pool_generation"] == gen
+    assert new["nodes"]["real01"]["pool_generation"] == gen
 
 
 def _serve(directory):
@@ -288,8 +289,8 @@ def test_uninstall_is_idempotent_and_spares_other_drivers(cluster):
     foreign = custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
         "metadata": {"generateName": "foreign-"},
-        "spec": {"driver": FOREIGN_DRIVER, "nodeName": "node01",
-                 "pool": {"name": "node01", "generation": 1, "resourceSliceCount": 1},
+        "spec": {"driver": FOREIGN_DRIVER, "nodeName": "real01",
+                 "pool": {"name": "real01", "generation": 1, "resourceSliceCount": 1},
                  "devices": [{"name": "dev0"}]}})
     try:
         first = uninstall(cluster)
@@ -348,7 +349,7 @@ def test_verify_allocates_a_claim_of_max_vm_host_cpus(cluster):
     r = run_playbook(cluster, "verify")
     assert r.rc == 0, r
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
-    assert "node01" in text and "cpudevnuma001" in text, text
+    assert "real01" in text and "cpudevnuma001" in text, text
 
 
 def test_verify_pod_is_shaped_like_a_launcher_pod(cluster):
@@ -386,7 +387,7 @@ def test_name_overrides_do_not_hide_the_driver_pods(cluster):
         ds = client.AppsV1Api(cluster.api_client).read_namespaced_daemon_set("my-cpu-driver", NS)
         assert ds.spec.selector.match_labels["app.kubernetes.io/name"] == "cpudrv", ds.spec.selector
         topo = r.fact("dra_cpu_topology")
-        assert sorted(topo["nodes"]) == ["node01"] and topo["max_vm_host_cpus"] == 6, topo
+        assert sorted(topo["nodes"]) == ["real01"] and topo["max_vm_host_cpus"] == 6, topo
         v = run_playbook(cluster, "verify", extra_vars={"dra_cpu_chart_values": values})
         assert v.rc == 0, v
     finally:

@@ -2,6 +2,7 @@
 its first failure without stopping the others, each stage's output in one piece, the wall-time table
 and every SKIPPED line under it. Runs the script on a scratch Makefile of tiny targets."""
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -21,6 +22,8 @@ after:
 \t@echo after-ran
 zbig:
 \t@seq 1 300000
+integration-real-nodes:
+\t@true
 """
 
 
@@ -37,7 +40,8 @@ def run_stages(tmp_path, *args):
 def table(out):
     """{stage: (lane, result)} from the summary table."""
     rows = {}
-    for line in out.split("stage          lane")[1].splitlines()[1:]:
+    header = re.search(r"^stage +lane +start", out, flags=re.M)
+    for line in out[header.start():].splitlines()[1:]:
         parts = line.split()
         if parts and parts[0] not in ("wall", "skipped"):
             rows[parts[0]] = (parts[1], " ".join(parts[4:]))
@@ -93,3 +97,16 @@ def test_the_skip_listing_survives_a_long_log_after_the_skipping_one(tmp_path):
     r = run_stages(tmp_path, "skips", "zbig")[0]
     assert r.returncode == 0
     assert r.stdout.endswith("skipped (with reasons):\n  skips: thing: SKIPPED, no thing here\n"), r.stdout[-300:]
+
+
+def test_the_table_columns_line_up_for_the_longest_stage_name_of_make_test(tmp_path):
+    """make test's longest stage name (integration-real-nodes, 22 characters) keeps its row's columns
+    under the header's (the names were once padded to 14 and shifted those rows)."""
+    r = run_stages(tmp_path, "integration-real-nodes", "--lane", "skips")[0]
+    assert r.returncode == 0, r.stdout
+    lines = r.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("stage "))
+    row = next(line for line in lines if line.startswith("integration-real-nodes "))
+    short = next(line for line in lines if line.startswith("skips "))
+    assert row.index(" 1 ") + 1 == header.index("lane") + 3, (header, row)
+    assert short.index(" 2 ") + 1 == header.index("lane") + 3, (header, short)
