@@ -55,10 +55,17 @@ def claim_node_network():
     return cidr, host_ip
 
 
+def veth_addresses(cidr):
+    """The veth's two ends on the node network: (host end, namespace end), its first and second
+    addresses."""
+    net = ipaddress.ip_network(cidr)
+    return net.network_address + 1, net.network_address + 2
+
+
 def netns_up(cidr):
     ns, host = netns_name(), veth_host()
     net = ipaddress.ip_network(cidr)
-    host_ip, ns_addr = net.network_address + 1, net.network_address + 2
+    host_ip, ns_addr = veth_addresses(cidr)
     netns_down()
     run(["ip", "netns", "add", ns])
     run(["ip", "link", "add", host, "type", "veth", "peer", "name", VETH_NS, "netns", ns])
@@ -82,8 +89,8 @@ def api_from_netns(info):
 
 
 def ns_ip(info):
-    """The namespace's end of the veth (netns_up: the node network's second address)."""
-    return str(ipaddress.ip_network(info["node_cidr"]).network_address + 2)
+    """The namespace's end of the veth (veth_addresses, as netns_up gave it)."""
+    return str(veth_addresses(info["node_cidr"])[1])
 
 
 def netns_exists():

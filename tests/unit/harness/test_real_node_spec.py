@@ -2,7 +2,8 @@
 CLUSTER_REAL_NODE_OVERRIDES, including the labels the kubelet registers the node with
 (kubelet_flags: --node-labels, which molecule's multinode scenario selects the driver by), and refuses
 what it cannot use, naming the node and the key; cluster_real_node.node_ip puts node i at 10.N.249.i
-in the cluster's network namespace, apart from the simulated nodes' 10.N.1.x (sim_node_specs)."""
+in the cluster's network namespace, apart from the simulated nodes' 10.N.1.x (sim_node_specs) and the
+veth's two ends 10.N.0.1 and 10.N.0.2 (cluster_netns: what netns_up configures and ns_ip reads)."""
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ for d in (CLUSTER_DIR, os.path.join(CLUSTER_DIR, "sim")):
     if d not in sys.path:
         sys.path.insert(0, d)
 
+import cluster_netns  # noqa: E402  pylint: disable=wrong-import-position
 import cluster_node_hw  # noqa: E402  pylint: disable=wrong-import-position
 import cluster_real_node  # noqa: E402  pylint: disable=wrong-import-position
 import sim_node_specs  # noqa: E402  pylint: disable=wrong-import-position
@@ -49,3 +51,9 @@ def test_real_node_addresses_are_apart_from_the_simulated_ones():
     info = {"node_cidr": "10.213.0.0/16"}
     assert [cluster_real_node.node_ip(info, i) for i in range(3)] == ["10.213.249.1", "10.213.249.2", "10.213.249.3"]
     assert sim_node_specs.node_address("10.213.0.0/16", 1) == "10.213.1.1"
+
+
+def test_the_veth_ends_are_the_node_networks_first_two_addresses_for_netns_up_and_ns_ip():
+    host_end, ns_end = cluster_netns.veth_addresses("10.213.0.0/16")
+    assert (str(host_end), str(ns_end)) == ("10.213.0.1", "10.213.0.2")
+    assert cluster_netns.ns_ip({"node_cidr": "10.213.0.0/16"}) == "10.213.0.2"
