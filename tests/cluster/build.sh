@@ -8,6 +8,7 @@
 #   (real-node, not part of all: what a real node (CLUSTER_REAL_NODES) runs: kubelet, containerd +
 #   shim + ctr, runc (Debian's, unpacked), CNI plugins, crane, the pause binary, kube-proxy and the
 #   project's driver (tests/cluster/driver), one directory per line; `make build-real-node` builds it)
+#   (runc: only real-node's runc, unpacked from Debian's package)
 #
 # Knobs: CLUSTER_K8S_VERSION (v1.36.3), CLUSTER_ETCD_VERSION (from tools/etcd/go.mod),
 #        CLUSTER_RUNC_DEB_VERSION (1.1.5+ds1-1+deb12u1, Debian bookworm's runc; real-node),
@@ -174,6 +175,15 @@ build_runc() { # Debian's runc, pinned (dynamically linked against libseccomp2, 
   # have): apt-get download + dpkg -x into the cache, nothing installed
   local v=${CLUSTER_RUNC_DEB_VERSION:-1.1.5+ds1-1+deb12u1} out
   out="$cache/runc/$v"
+  if [ -x "$out/runc" ]; then echo "$out"; return 0; fi
+  # one unpack at a time, as go_build's builds: on a new machine the build behind, `newest` and the
+  # integration suite all ask for the real-node binaries at once (their .tmp dirs once collided)
+  mkdir -p "$cache/runc"
+  exec 8>"$out.lock"
+  if ! flock -n 8; then
+    log "runc $v: another unpack is running; waiting for it"
+    flock 8
+  fi
   if [ ! -x "$out/runc" ]; then
     log "unpacking Debian runc $v into $out"
     rm -rf "$out.tmp" && mkdir -p "$out.tmp" && chmod 755 "$out.tmp"
@@ -188,6 +198,7 @@ build_runc() { # Debian's runc, pinned (dynamically linked against libseccomp2, 
     fi
     mkdir -p "$out" && mv -f "$out.tmp/root/usr/sbin/runc" "$out/runc" && rm -rf "$out.tmp"
   fi
+  exec 8>&-
   echo "$out"
 }
 
@@ -201,6 +212,7 @@ case "$what" in
   helm-old) build_helm_old ;;
   kubernetes) build_kubernetes ;;
   real-node) build_real_node ;;
+  runc) build_runc ;;
   all) build_etcd; build_helm; build_kubernetes ;;
-  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes|real-node]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes|real-node|runc]" >&2; exit 2 ;;
 esac
