@@ -240,18 +240,23 @@ class AuditLog:
 
 
 TOKENS_PER_CLUSTER = 3   # admin, kube-controller-manager, kube-scheduler (<state>/pki/tokens.csv)
-# private keys every cluster has: its PKI (cluster.py) and the simulated kubelets' serving key; the
-# controller-manager and scheduler add self-signed serving keys of their own (7 in all, measured)
+# private keys every cluster has: its PKI (cluster.py) and a kubelet's serving key (the simulated
+# kubelets' one, or each real kubelet's own); the controller-manager and scheduler add self-signed
+# serving keys of their own (7 in all on the reliability clusters, measured)
 PKI_KEYS = ("ca.key", "apiserver.key", "apiserver-kubelet-client.key", "sa.key", "kubelet.key")
 KEYS_PER_CLUSTER = 7
+# where a state dir holds private keys: pki/, kcm/, scheduler/; the simulated kubelets' serving key;
+# each real kubelet's (its /var/lib/kubelet/pki). Not a recursive search: a real node's directory
+# also holds its containers' root filesystems and volumes (a `**` glob there never ended)
+KEY_GLOBS = ("*/*.key", "sim/kubelet-pki/*.key", "real-nodes/*/mnt/var/lib/kubelet/pki/*.key")
 
 
 def cluster_credentials(cluster):
     """The secrets of one test cluster: ``{"tokens": [...], "private_keys": [...]}``.
 
     Tokens: every token the API server accepts from its token file (the admin kubeconfig's among
-    them). Private keys: the first line of the base64 body of every PEM private key under the state
-    dir (enough to recognise the key in any output). Certificates (the CA data in kubeconfigs, the
+    them). Private keys: the first line of the base64 body of every PEM private key where the state
+    dir holds them (KEY_GLOBS; enough to recognise the key in any output). Certificates (the CA data in kubeconfigs, the
     *.crt files) are public and left out.
     """
     pki = os.path.join(cluster.state_dir, "pki")
@@ -265,7 +270,8 @@ def cluster_credentials(cluster):
             "the admin kubeconfig carries a credential the scan does not know"
         assert user.get("token") in tokens, "the admin kubeconfig's token is not in the token file"
     keys, names = [], []
-    for path in sorted(glob.glob(os.path.join(cluster.state_dir, "**", "*.key"), recursive=True)):
+    paths = sorted(set(p for pattern in KEY_GLOBS for p in glob.glob(os.path.join(cluster.state_dir, pattern))))
+    for path in paths:
         with open(path) as f:
             lines = f.read().splitlines()
         assert lines and "PRIVATE KEY" in lines[0], path
