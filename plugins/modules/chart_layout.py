@@ -157,6 +157,16 @@ release_values:
   description: The values for C(kubernetes.core.helm), O(chart_values) merged last.
   returned: success
   type: dict
+driver_shape:
+  description:
+    - "The devices the driver is asked to publish, read from RV(release_values) (the deprecated C(args)
+      keys win over C(driverConfig) when set): C(mode) (C(cpuDeviceMode)) and C(group_by) (C(groupBy)),
+      each V('') when the values leave it to the chart or driver default."
+    - The role passes it to M(kubevirtci.dra_cpu.cpu_topology) as O(kubevirtci.dra_cpu.cpu_topology#module:expected_mode)
+      and O(kubevirtci.dra_cpu.cpu_topology#module:expected_group_by).
+  returned: success
+  type: dict
+  sample: {"mode": "grouped", "group_by": "socket"}
 node_selector:
   description: The C(nodeSelector) the DaemonSet will use ({} when the chart has none).
   returned: success

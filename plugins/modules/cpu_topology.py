@@ -110,10 +110,28 @@ options:
         whatever the topology; use with O(wait=false). The module itself does not fail for it.
     type: str
     default: ''
+  expected_mode:
+    description:
+      - The device mode every node must publish (C(grouped) or C(individual)); V('') checks nothing.
+      - The role passes what the release's values ask the driver for (RV(kubevirtci.dra_cpu.chart_layout#module:driver_shape)).
+        After an upgrade to another mode the old driver's pool stays complete until the new driver pod
+        publishes; with O(sizing_grace) the module looks again until it does.
+    type: str
+    default: ''
+    choices: ['', grouped, individual]
+    version_added: 0.1.0
+  expected_group_by:
+    description:
+      - In grouped mode, the grouping every node must publish (C(numanode), C(socket) or C(machine)), read
+        from the device names; V('') checks nothing (the chart or driver default). Ignored in individual mode.
+    type: str
+    default: ''
+    choices: ['', numanode, socket, machine]
+    version_added: 0.1.0
   sizing_grace:
     description:
       - When every pool is complete but the sizes do not match O(expected_cpus_per_node),
-        O(expected_cells_per_node) or O(min_cell_cpus), look again once a second for up to this many
+        O(expected_cells_per_node), O(min_cell_cpus), O(expected_mode) or O(expected_group_by), look again once a second for up to this many
         seconds before failing. After an upgrade the driver updates its pool in place and keeps the
         generation (the ResourceSlice controller of k8s.io/dynamic-resource-allocation), so the old pool
         stays complete until the new driver pod publishes; the role passes 30 when the release step

@@ -22,6 +22,7 @@ import tarfile
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import fetch as cf
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import layout as cl
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import values as cv
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm import find as helm_find
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import (
     helm_choice,
@@ -207,6 +208,7 @@ def chart_result(params, run=cf.run_subprocess, check_mode=False):
         result["warnings"] = [choice["warning"]]
     result.update(
         release_values=values,
+        driver_shape=cv.driver_shape(values),
         node_selector=cl.node_placement(layout, p["chart_values"]),
         image=cl.image_of({"image": image_defaults}, metadata, values) if entry is not None else "",
         mapping=mapping,

@@ -85,3 +85,21 @@ def build_values(chart_version, reserved_cpus="", group_by="", cpu_device_mode="
             raise ValueError("chart %s has no affinity value (needs >= 0.3.0)" % chart_version)
         values["affinity"] = copy.deepcopy(affinity)
     return deep_merge(values, user_values or {})
+
+
+def driver_shape(release_values):
+    """The devices the driver is asked to publish, as the release's values say:
+    ``{mode, group_by}`` (``cpuDeviceMode``, ``groupBy``), each '' when the values leave it to the chart
+    or driver default. The deprecated ``args`` keys win over ``driverConfig`` when set (0.3.0); on
+    0.2.x ``args`` is the only place. The topology stage waits until every node publishes this shape
+    (after an upgrade the old driver's pool is complete until the new pod publishes)."""
+    shape = {}
+    for option, key in (("mode", "cpuDeviceMode"), ("group_by", "groupBy")):
+        found = ""
+        for section in (ARGS, DRIVER_CONFIG):
+            value = ((release_values or {}).get(section) or {}).get(key)
+            if isinstance(value, str) and value.strip():
+                found = value.strip().lower()
+                break
+        shape[option] = found
+    return shape

@@ -55,6 +55,8 @@ def argument_spec():
         log_lines=dict(type="int", default=20),
         report_dir=dict(type="path", default=""),
         record_failure=dict(type="str", default=""),
+        expected_mode=dict(type="str", default="", choices=["", "grouped", "individual"]),
+        expected_group_by=dict(type="str", default="", choices=["", "numanode", "socket", "machine"]),
         sizing_grace=dict(type="int", default=0),
         not_ready_nodes=dict(type="list", elements="str"),
     )
@@ -196,8 +198,9 @@ def _wait(api, params, reserved, selectors, problem, clock, sleep):
         result["report"].append(not_published_line([e.get("node") for e in result["pending_nodes"]],
                                                    params["timeout"]))
 
-    problems = sizing.check_sizing(detail, params.get("expected_cells_per_node"),
-                                   params.get("expected_cpus_per_node"), reserved)
+    problems = sizing.check_shape(detail, params.get("expected_mode"), params.get("expected_group_by"))
+    problems += sizing.check_sizing(detail, params.get("expected_cells_per_node"),
+                                    params.get("expected_cpus_per_node"), reserved)
     result["sizing_problems"] = problems
     messages = [p["message"] for p in problems]
     too_small = sizing.check_min_cell_cpus(detail, params.get("min_cell_cpus"))

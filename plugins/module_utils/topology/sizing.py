@@ -4,7 +4,8 @@
 
 Owns: the expected cells of a node (``KUBEVIRT_NUM_VCPU`` CPUs split evenly
 and contiguously over ``KUBEVIRT_NUM_NUMA_NODES`` cells, minus the reserved
-CPUs), the comparison with what the driver published (``check_sizing``) and
+CPUs), the comparison with what the driver published (``check_sizing``; ``check_shape`` for the device
+mode and grouping the release asks for) and
 the smallest-largest-cell check (``check_min_cell_cpus``, against the largest
 claim one cell allows). Reads the ``dra_cpu_topology`` shape built by
 fact.py; does not parse slices and does not format tables.
@@ -57,6 +58,26 @@ def expected_cells(num_vcpu, num_cells, reserved=()):
 
 def _problem(node, cell, observed, expected, message):
     return {"node": node, "cell": cell, "observed": observed, "expected": expected, "message": message}
+
+
+def check_shape(topology, expected_mode="", expected_group_by=""):
+    """Compare each node's published device mode and grouping with the ones asked for (the
+    release's values; '' checks nothing). Returns problems as ``check_sizing``. After an upgrade to
+    another mode or grouping the old driver's pool is complete until the new pod publishes: a
+    mismatch here is what makes the topology stage look again (its ``sizing_grace``)."""
+    problems = []
+    for name in sorted(topology.get("nodes") or {}):
+        node = topology["nodes"][name]
+        mode, group_by = node.get("mode"), node.get("group_by")
+        if expected_mode and mode != expected_mode:
+            problems.append(_problem(name, None, mode, expected_mode,
+                                     "node %s publishes %s devices, the release asks for %s"
+                                     % (name, mode, expected_mode)))
+        elif expected_group_by and mode != INDIVIDUAL and group_by != expected_group_by:
+            problems.append(_problem(name, None, group_by, expected_group_by,
+                                     "node %s publishes devices grouped by %s, the release asks for %s"
+                                     % (name, group_by, expected_group_by)))
+    return problems
 
 
 def check_sizing(topology, expected_cells_per_node=None, expected_cpus_per_node=None,

@@ -46,11 +46,11 @@ def test_three_callers_at_once_unpack_runc_once_and_all_get_it(tmp_path, fake_ap
     env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", CLUSTER_CACHE_DIR=str(cache),
                CLUSTER_RUNC_DEB_VERSION=VERSION)
     procs = [subprocess.Popen(["bash", BUILD_SH, "runc"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(3)]
+                              text=True) for caller in range(3)]
     outs = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     want = str(cache / "runc" / VERSION)
-    assert [out.strip() for out, _ in outs] == [want] * 3, outs
+    assert [out.strip() for out, err in outs] == [want] * 3, outs
     assert subprocess.run([os.path.join(want, "runc")], capture_output=True, text=True, check=True).stdout == "fake runc\n"
     with open(calls, encoding="utf-8") as fh:
         assert fh.read().splitlines() == [f"download -q runc={VERSION}"], "runc was unpacked more than once"

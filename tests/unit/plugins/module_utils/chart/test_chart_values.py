@@ -58,3 +58,23 @@ def test_deep_merge_does_not_mutate():
     over = {"a": {"c": [2], "d": {"e": 1}}}
     assert cv.deep_merge(base, over) == {"a": {"b": 1, "c": [2], "d": {"e": 1}}}
     assert base == {"a": {"b": 1, "c": [1]}}
+
+
+@pytest.mark.parametrize("values, shape", [
+    ({"driverConfig": {"reservedCPUs": "", "cpuDeviceMode": "grouped", "groupBy": "socket"}},
+     {"mode": "grouped", "group_by": "socket"}),
+    ({"args": {"reservedCPUs": "", "cpuDeviceMode": "individual"}}, {"mode": "individual", "group_by": ""}),
+    # 0.3.0: a deprecated args key that is set wins over driverConfig (the chart's rule)
+    ({"args": {"groupBy": "Machine"}, "driverConfig": {"cpuDeviceMode": "grouped", "groupBy": "numanode"}},
+     {"mode": "grouped", "group_by": "machine"}),
+    ({"args": {"groupBy": ""}, "driverConfig": {"groupBy": "socket"}}, {"mode": "", "group_by": "socket"}),
+    ({}, {"mode": "", "group_by": ""}),
+    (None, {"mode": "", "group_by": ""}),
+])
+def test_driver_shape_reads_the_release_values(values, shape):
+    assert cv.driver_shape(values) == shape
+
+
+def test_driver_shape_of_built_values_with_the_users_override():
+    values = cv.build_values("0.3.0", group_by="socket", user_values={"driverConfig": {"groupBy": "machine"}})
+    assert cv.driver_shape(values) == {"mode": "grouped", "group_by": "machine"}
