@@ -130,9 +130,9 @@ options:
     version_added: 0.1.0
   sizing_grace:
     description:
-      - When every pool is complete but the sizes do not match O(expected_cpus_per_node),
-        O(expected_cells_per_node), O(min_cell_cpus), O(expected_mode) or O(expected_group_by), look again once a second for up to this many
-        seconds before failing. After an upgrade the driver updates its pool in place and keeps the
+      - When every pool is complete but the sizes or the shape do not match O(expected_cpus_per_node),
+        O(expected_cells_per_node), O(min_cell_cpus), O(expected_mode) or O(expected_group_by), look
+        again once a second for up to this many seconds before failing. After an upgrade the driver updates its pool in place and keeps the
         generation (the ResourceSlice controller of k8s.io/dynamic-resource-allocation), so the old pool
         stays complete until the new driver pod publishes; the role passes 30 when the release step
         changed the release. V(0) fails at once.

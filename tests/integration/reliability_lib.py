@@ -256,8 +256,8 @@ def cluster_credentials(cluster):
 
     Tokens: every token the API server accepts from its token file (the admin kubeconfig's among
     them). Private keys: the first line of the base64 body of every PEM private key where the state
-    dir holds them (KEY_GLOBS; enough to recognise the key in any output). Certificates (the CA data in kubeconfigs, the
-    *.crt files) are public and left out.
+    dir holds them (KEY_GLOBS; enough to recognise the key in any output). Certificates (the CA data
+    in kubeconfigs, the *.crt files) are public and left out.
     """
     pki = os.path.join(cluster.state_dir, "pki")
     with open(os.path.join(pki, "tokens.csv")) as f:
@@ -270,8 +270,7 @@ def cluster_credentials(cluster):
             "the admin kubeconfig carries a credential the scan does not know"
         assert user.get("token") in tokens, "the admin kubeconfig's token is not in the token file"
     keys, names = [], []
-    paths = sorted(set(p for pattern in KEY_GLOBS for p in glob.glob(os.path.join(cluster.state_dir, pattern))))
-    for path in paths:
+    for path in sorted(p for pattern in KEY_GLOBS for p in glob.glob(os.path.join(cluster.state_dir, pattern))):
         with open(path) as f:
             lines = f.read().splitlines()
         assert lines and "PRIVATE KEY" in lines[0], path

@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks import GROUP_BY, MODES
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import (
     VersionError,
     parse_version,
@@ -94,12 +95,13 @@ def driver_shape(release_values):
     0.2.x ``args`` is the only place. The topology stage waits until every node publishes this shape
     (after an upgrade the old driver's pool is complete until the new pod publishes)."""
     shape = {}
-    for option, key in (("mode", "cpuDeviceMode"), ("group_by", "groupBy")):
+    for option, key, known in (("mode", "cpuDeviceMode", MODES), ("group_by", "groupBy", GROUP_BY)):
         found = ""
         for section in (ARGS, DRIVER_CONFIG):
             value = ((release_values or {}).get(section) or {}).get(key)
             if isinstance(value, str) and value.strip():
                 found = value.strip().lower()
                 break
-        shape[option] = found
+        # a value the driver does not know: it refuses its config, and the topology step reports that
+        shape[option] = found if found in known else ""
     return shape

@@ -25,6 +25,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks import GROUP_BY, MODES
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import not_published_line, render_table
@@ -55,8 +56,8 @@ def argument_spec():
         log_lines=dict(type="int", default=20),
         report_dir=dict(type="path", default=""),
         record_failure=dict(type="str", default=""),
-        expected_mode=dict(type="str", default="", choices=["", "grouped", "individual"]),
-        expected_group_by=dict(type="str", default="", choices=["", "numanode", "socket", "machine"]),
+        expected_mode=dict(type="str", default="", choices=[""] + list(MODES)),
+        expected_group_by=dict(type="str", default="", choices=[""] + list(GROUP_BY)),
         sizing_grace=dict(type="int", default=0),
         not_ready_nodes=dict(type="list", elements="str"),
     )

@@ -4,8 +4,8 @@
 
 Owns: the expected cells of a node (``KUBEVIRT_NUM_VCPU`` CPUs split evenly
 and contiguously over ``KUBEVIRT_NUM_NUMA_NODES`` cells, minus the reserved
-CPUs), the comparison with what the driver published (``check_sizing``; ``check_shape`` for the device
-mode and grouping the release asks for) and
+CPUs), the comparison with what the driver published (``check_sizing``;
+``check_shape`` for the device mode and grouping the release asks for) and
 the smallest-largest-cell check (``check_min_cell_cpus``, against the largest
 claim one cell allows). Reads the ``dra_cpu_topology`` shape built by
 fact.py; does not parse slices and does not format tables.

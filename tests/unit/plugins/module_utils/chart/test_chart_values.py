@@ -70,6 +70,8 @@ def test_deep_merge_does_not_mutate():
     ({"args": {"groupBy": ""}, "driverConfig": {"groupBy": "socket"}}, {"mode": "", "group_by": "socket"}),
     ({}, {"mode": "", "group_by": ""}),
     (None, {"mode": "", "group_by": ""}),
+    # a value the driver does not know is not expected (the driver refuses its config)
+    ({"driverConfig": {"cpuDeviceMode": "pinned", "groupBy": "rack"}}, {"mode": "", "group_by": ""}),
 ])
 def test_driver_shape_reads_the_release_values(values, shape):
     assert cv.driver_shape(values) == shape
