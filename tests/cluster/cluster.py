@@ -12,6 +12,9 @@ helm and OCI registry on loopback; simulated nodes/pods/driver (tests/cluster/si
     cluster.py stop-kubelet NODE / start-kubelet NODE
                         freeze (SIGSTOP) / resume (SIGCONT) a real node's kubelet (fault injection:
                         the node goes NotReady after the node monitor grace period)
+    cluster.py registry-off NODE / registry-on NODE
+                        cut a real node off from the cluster's registry (its mirror at a closed port,
+                        the images it pulled removed) / give it back (fault injection: pulls fail)
 
 State directory: ${CLUSTER_STATE_DIR:-<repo>/.cluster}. Binaries: tests/cluster/build.sh, cached in
 ${CLUSTER_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/kubevirtci-dra-cpu}. See tests/cluster/README.md.
@@ -45,7 +48,7 @@ from cluster_control_plane import (  # noqa: E402
 from cluster_netns import netns_down, netns_exists, veth_exists  # noqa: E402
 from cluster_processes import cmd_supervise, kill_group, kill_stragglers, pidinfo, proc_alive  # noqa: E402
 from cluster_real_node import host_problem, real_nodes_alive, stop_real_nodes  # noqa: E402
-from cluster_real_node_ops import cmd_kubelet_signal  # noqa: E402
+from cluster_real_node_ops import cmd_kubelet_signal, cmd_registry  # noqa: E402
 from cluster_registry_charts import push_charts  # noqa: E402
 from cluster_state import (  # noqa: E402
     CACHE, KNOBS, ORDER, SIM_MAIN, STATE, die, http_get, log, netns_name, p, read_json, write_file,
@@ -217,6 +220,8 @@ def main(argv):
         cmd_restart_apiserver(float(argv[1]) if len(argv) > 1 else 0.0)
     elif cmd in ("stop-kubelet", "start-kubelet") and len(argv) == 2:
         cmd_kubelet_signal(argv[1], stop=cmd == "stop-kubelet")
+    elif cmd in ("registry-off", "registry-on") and len(argv) == 2:
+        cmd_registry(argv[1], reachable=cmd == "registry-on")
     elif cmd == "_supervise":
         cmd_supervise(argv[1], argv[argv.index("--") + 1:])
     else:

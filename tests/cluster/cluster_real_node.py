@@ -116,6 +116,13 @@ def node_ip(info, index):
     return str(ipaddress.ip_network(info["node_cidr"]).network_address + 249 * 256 + index + 1)
 
 
+def mirror_hosts(registry):
+    """containerd's hosts files (certs.d, read at each pull) that send every image name to `registry`."""
+    host = f'[host."http://{registry}"]\n  capabilities = ["pull", "resolve"]\n'
+    return {"certs.d/registry.k8s.io/hosts.toml": f'server = "https://registry.k8s.io"\n\n{host}',
+            "certs.d/_default/hosts.toml": host}
+
+
 def _bridge(name):
     return f"drn{short_hash()[:6]}{name[-2:]}"
 
@@ -134,9 +141,8 @@ def node_config(name, index, dirs, info, token, spec):
             ["mnt" + f for f in FIXED]:
         os.makedirs(os.path.join(nd, sub), exist_ok=True)
     reg = f'{info["host_ip"]}:{info["ports"]["registry"]}'   # the registry, from the network namespace
-    host = f'[host."http://{reg}"]\n  capabilities = ["pull", "resolve"]\n'
-    write_file(os.path.join(nd, "certs.d/registry.k8s.io/hosts.toml"), f'server = "https://registry.k8s.io"\n\n{host}')
-    write_file(os.path.join(nd, "certs.d/_default/hosts.toml"), host)
+    for rel, text in mirror_hosts(reg).items():
+        write_file(os.path.join(nd, rel), text)
     # in the node's own /run/containerd (a bind mount of <node>/mnt/run/containerd): containerd, the
     # kubelet and run.sh all run in the node's mount namespace, and a socket path under a long state
     # dir would pass the 104 characters a unix socket may have (seen with pytest's tmp_path)
@@ -232,7 +238,7 @@ wait || true
 exit $rc
 """, 0o755)
     return {"name": name, "dir": nd, "ip": node_ip(info, index), "port": port, "subnet": str(subnet),
-            "bridge": _bridge(name),
+            "bridge": _bridge(name), "ctr": os.path.join(dirs["containerd"], "ctr"), "registry": reg,
             "cpus": len(topo.cpus), "cells": len(topo.cells)}
 
 

@@ -1,4 +1,4 @@
-"""Fault injection on a running real node (cluster.py stop-kubelet / start-kubelet).
+"""Fault injection on a running real node (cluster.py stop-kubelet / start-kubelet, registry-off / registry-on).
 
 Owns: finding a real node's kubelet process (in the node's mount namespace, recorded in
 <state>/real-nodes.json, with `--hostname-override=<name>` on its command line) and freezing or
@@ -9,21 +9,37 @@ hung or partitioned kubelet looks to the control plane. The node lifecycle contr
 `Ready=Unknown` (`NodeStatusUnknown`) and taints it `node.kubernetes.io/unreachable` once
 kube-controller-manager's --node-monitor-grace-period (default, 40 s here) has passed.
 A SIGKILL would not do: run.sh then stops containerd and the whole node exits.
+registry-off cuts one node off from the cluster's registry the way a node behind a broken mirror or
+network is: its containerd's hosts files (certs.d, which containerd reads at each pull) point every
+image name at a closed port, and the images it pulled (every name but the sandbox image's) leave its
+store (`ctr images rm`, in the node's mount namespace), so the next pod of such an image on that node
+really fails to pull (ErrImagePull, then the kubelet's ImagePullBackOff) while its running
+containers and the other nodes go on. registry-on writes the hosts files back as the node started.
 Must not: touch another node, another state dir, or any process outside the node's mount namespace.
 """
 import os
 import signal
 
-from cluster_state import die, log, p, read_json
+from cluster_images import PAUSE_IMAGE
+from cluster_real_node import mirror_hosts
+from cluster_state import die, log, p, read_json, run, write_file
+
+CLOSED = "127.0.0.1:1"   # nothing listens there in the cluster's network namespace: a pull is refused at once
 
 
-def kubelet_pids(name):
-    """Pids of node `name`'s kubelet (normally one)."""
+def real_node(name):
+    """Node `name`'s record in <state>/real-nodes.json (cluster_real_node.node_config), or exit 2."""
     state = read_json(p("real-nodes.json")) or {}
     node = (state.get("nodes") or {}).get(name)
     if not node:
         known = ", ".join(state.get("nodes") or {}) or "none"
         die(f"no real node {name!r} in {p('real-nodes.json')} (known: {known})", 2)
+    return node
+
+
+def kubelet_pids(name):
+    """Pids of node `name`'s kubelet (normally one)."""
+    node = real_node(name)
     if not node.get("mntns"):
         die(f"real node {name}: its mount namespace was not recorded; cannot find its kubelet")
     flag = f"--hostname-override={name}".encode()
@@ -55,3 +71,42 @@ def cmd_kubelet_signal(name, stop):
         + ("stopped (SIGSTOP): the node goes NotReady after the node monitor grace period"
            if stop else "continued (SIGCONT)"))
     print(" ".join(map(str, pids)))
+
+
+def removable_images(refs, sandbox=PAUSE_IMAGE):
+    """The image names of `refs` (containerd's `images ls -q`) a node cut off from its registry must
+    pull again: every name but the sandbox image's (the kubelet needs it for every pod) and the bare
+    `sha256:` ids (the CRI plugin's own references, removed with the last name)."""
+    repo = sandbox.rsplit(":", 1)[0]
+    return [r for r in refs if not r.startswith("sha256:") and r.split("@")[0].rsplit(":", 1)[0] != repo]
+
+
+def hosts_files(registry, reachable):
+    """The node's certs.d hosts files: as started (reachable), or every name at CLOSED."""
+    files = mirror_hosts(registry)
+    if reachable:
+        return files
+    return {rel: f'server = "http://{CLOSED}"\n' for rel in files}
+
+
+def cmd_registry(name, reachable):
+    """registry-on / registry-off NODE (the module docstring). Prints the image names removed."""
+    node = real_node(name)
+    if "registry" not in node:
+        die(f"real node {name}: started by an older cluster.py (no registry recorded); run `cluster.py up` again")
+    for rel, text in hosts_files(node["registry"], reachable).items():
+        write_file(os.path.join(node["dir"], rel), text)
+    if reachable:
+        log(f"real node {name}: its containerd pulls from the registry {node['registry']} again")
+        return
+    pids = kubelet_pids(name)
+    if not pids:
+        die(f"real node {name}: no kubelet process found (is the node running? `cluster.py status`)")
+    ctr = ["nsenter", f"--mount=/proc/{pids[0]}/ns/mnt", "--", node["ctr"],
+           "--address", "/run/containerd/containerd.sock", "--namespace", "k8s.io", "images"]
+    gone = removable_images(run(ctr + ["ls", "--quiet"]).stdout.split())
+    if gone:
+        run(ctr + ["rm", *gone])
+    log(f"real node {name}: cut off from the registry (pulls go to {CLOSED}); removed from its store: "
+        + (", ".join(gone) or "nothing"))
+    print(" ".join(gone))

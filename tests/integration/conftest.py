@@ -11,6 +11,9 @@
   is torn down at the end of the session (or earlier with `.down()`).
 - the `late_build(what)` mark (late_builds.py): such tests run last, in the Makefile's build order,
   after their binary is built or waited for, outside their timeout.
+- the `needs_build(what)` mark: the same wait outside the timeout, but the test keeps its place and
+  its lane (the reliability suite's 'driver' cluster of real nodes: the suite's figures need its
+  three files in one session).
 - `--real-nodes=all|only|skip`: the tests on real nodes (late_build("real-node")) with the others,
   alone, or not (deselected, and pytest says how many). `make test` runs them alone in its first
   lane, before molecule, and the others in the second (clusters with real nodes run side by side).
@@ -44,6 +47,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "late_build(what): needs a binary of the Makefile's build-binaries "
                                        "built after the first cluster's; runs last, after it is built")
+    config.addinivalue_line("markers", "needs_build(what): needs a binary of a later build before its timeout "
+                                       "starts; keeps its place in the order")
 
 
 def _late(item):
@@ -52,9 +57,11 @@ def _late(item):
 
 
 def _needs(item):
-    """The later build `item` waits for: its late_build mark's, else "real-node" when it uses the
-    session cluster (a real node), else None."""
-    return _late(item) or ("real-node" if "cluster" in getattr(item, "fixturenames", ()) else None)
+    """The later build `item` waits for: its late_build or needs_build mark's, else "real-node" when it
+    uses the session cluster (a real node), else None."""
+    mark = item.get_closest_marker("needs_build")
+    return _late(item) or (mark.args[0] if mark else None) or \
+        ("real-node" if "cluster" in getattr(item, "fixturenames", ()) else None)
 
 
 def pytest_collection_modifyitems(config, items):

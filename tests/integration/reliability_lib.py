@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 
+import pytest
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,17 +46,23 @@ _CLUSTERS = {}
 
 
 def get_cluster(cluster_factory, kind):
-    """'slices': 3 nodes, no simulated driver (the test publishes slices); 'driver': 2 nodes with
-    the simulated driver (node02 with CPU manager policy none), fast slice deletion. Audit log on."""
+    """'slices': 3 simulated nodes and no driver (the test publishes the slices itself: shapes a
+    driver does not make on demand, on Nodes it deletes); 'driver': 2 real nodes (real01, real02: a
+    real kubelet + containerd each, the driver a real kubelet plugin; tests/cluster/cluster_real_node.py),
+    the chart installed by the role. Audit log on."""
     if kind not in _CLUSTERS:
         knobs = {"CLUSTER_AUDIT_LOG": "true"}
         if kind == "slices":
-            knobs.update(CLUSTER_NODES="3", CLUSTER_SIMULATE_DRIVER="false")
+            knobs.update(CLUSTER_NODES="3", CLUSTER_REAL_NODES="0", CLUSTER_SIMULATE_DRIVER="false")
         else:
-            knobs.update(CLUSTER_NODES="2", CLUSTER_SIMULATE_DRIVER="true", CLUSTER_SLICE_DELETE_DELAY="2",
-                         CLUSTER_NODE_OVERRIDES={"node02": {"cpu_manager_policy": "none"}})
+            knobs.update(CLUSTER_NODES="0", CLUSTER_REAL_NODES="2")
         _CLUSTERS[kind] = cluster_factory("rel-" + kind, **knobs)
     return _CLUSTERS[kind]
+
+
+# the 'driver' cluster's real nodes need their binaries (tests/cluster/build.sh real-node) before a
+# test's timeout starts; its tests keep their place (conftest.py, needs_build)
+NEEDS_REAL_NODES = pytest.mark.needs_build("real-node")
 
 
 def dyn(cluster):
@@ -239,12 +246,28 @@ class AuditLog:
 # ------------------------------------------------------------------------------------------ secrets
 
 
-TOKENS_PER_CLUSTER = 3   # admin, kube-controller-manager, kube-scheduler (<state>/pki/tokens.csv)
-# private keys every cluster has: its PKI (cluster.py) and a kubelet's serving key (the simulated
-# kubelets' one, or each real kubelet's own); the controller-manager and scheduler add self-signed
-# serving keys of their own (7 in all on the reliability clusters, measured)
+# tokens of a cluster (<state>/pki/tokens.csv): admin, kube-controller-manager, kube-scheduler, and
+# one per real node (system:node:<name>, its kubelet's)
+BASE_TOKENS = 3
+# private keys of a cluster: its PKI (cluster.py), the self-signed serving keys of the
+# controller-manager and scheduler (6), plus a kubelet serving key: one for all the simulated
+# kubelets, one per real kubelet (measured: 7 on 'slices', 8 on 'driver')
 PKI_KEYS = ("ca.key", "apiserver.key", "apiserver-kubelet-client.key", "sa.key", "kubelet.key")
-KEYS_PER_CLUSTER = 7
+BASE_KEYS = 6
+
+
+def expected_credentials(cluster):
+    """(tokens, private keys) a cluster of these knobs holds (BASE_TOKENS, BASE_KEYS)."""
+    sim, real = (int(cluster.env.get(k) or 0) for k in ("CLUSTER_NODES", "CLUSTER_REAL_NODES"))
+    return BASE_TOKENS + real, BASE_KEYS + (1 if sim else 0) + real
+
+
+def expected_totals():
+    """(tokens, private keys) summed over every cluster the suite started."""
+    pairs = [expected_credentials(c) for c in _CLUSTERS.values()]
+    return sum(t for t, _ in pairs), sum(k for _, k in pairs)
+
+
 # where a state dir holds private keys: pki/, kcm/, scheduler/; the simulated kubelets' serving key;
 # each real kubelet's (its /var/lib/kubelet/pki). Not a recursive search: a real node's directory
 # also holds its containers' root filesystems and volumes (a `**` glob there never ended)

@@ -6,7 +6,8 @@ the validate module and whatever else fails), with a kubeconfig of its own (a Se
 to cluster-admin, token from the TokenRequest API), so the kube-apiserver audit log
 (CLUSTER_AUDIT_LOG=true) can count every write that identity made: the goal is zero.
 
-Nodes: they play no part (every case fails before a write); simulated.
+Nodes: they play no part (every case fails before a write); the 'driver' cluster's two real ones
+(shared with the other reliability files).
 """
 import json
 import os
@@ -15,9 +16,9 @@ import pytest
 import yaml
 
 from ansible_run import run_playbook
-from reliability_lib import FIGURES, AuditLog, capture, get_cluster, sa_kubeconfig
+from reliability_lib import FIGURES, NEEDS_REAL_NODES, AuditLog, capture, get_cluster, sa_kubeconfig
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), NEEDS_REAL_NODES]
 
 # (id, role variables, substrings the failure message must contain): the variable with its value as
 # the message quotes it (`dra_cpu_x: 'value'`), or Ansible's own argument-spec wording with the value

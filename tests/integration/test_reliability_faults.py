@@ -1,9 +1,14 @@
 """Faults while waiting or installing (issue 6): each case asserts the outcome, the message and the
-cluster state after. Two small clusters (reliability_lib.get_cluster): 'slices' (3 nodes, no
-simulated driver: the test publishes the ResourceSlices itself) and 'driver' (2 nodes, simulated
-driver, the real chart installed by the role)."""
+cluster state after. Two small clusters (reliability_lib.get_cluster): 'slices' (3 simulated nodes,
+no driver: the test publishes the ResourceSlices itself, in shapes a driver does not make on
+demand) and 'driver' (2 real nodes, real01 and real02: a real kubelet + containerd each, the
+project's driver a real kubelet plugin there, the chart installed by the role). The driver
+cluster's faults are real: a driver that crashes (real02's simulated CPU hardware loses its
+`online` file, upstream's first read), a node that cannot pull the driver image (`cluster.py
+registry-off`), helm killed while its pods cannot start."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,8 +18,8 @@ import time
 import pytest
 
 from ansible_run import run_playbook
-from reliability_lib import (FIGURES, AuditLog, capture, cluster_py, delete_slices, get_cluster, helm,
-                             no_traceback, pool_slices, publish, res, slice_names, topology_playbook)
+from reliability_lib import (FIGURES, NEEDS_REAL_NODES, AuditLog, capture, cluster_py, delete_slices, get_cluster,
+                             helm, no_traceback, pool_slices, publish, res, slice_names, topology_playbook)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -255,15 +260,6 @@ def test_node_deleted_during_the_wait_is_dropped(sc, tmp_path):
 
 # ------------------------------------------------------------------------------ driver cluster
 
-ANNOT = "sim.dra-cpu.kubevirtci.io/"
-
-
-def annotate(cluster, node, key, value):
-    res(cluster, "v1", "Node").patch(
-        name=node, body={"metadata": {"annotations": {ANNOT + key: value}}},
-        content_type="application/merge-patch+json")
-
-
 def install(cluster, **extra):
     vars_ = {"dra_cpu_topology_timeout": 60, "dra_cpu_helm_timeout": "90s"}
     vars_.update(extra)
@@ -281,8 +277,57 @@ def release_history(cluster, name="dra-driver-cpu", ns="dra-driver-cpu"):
     return json.loads(r.stdout) if r.returncode == 0 else []
 
 
+def node_pods(cluster, node):
+    from kubernetes import client
+    return client.CoreV1Api(cluster.api_client).list_namespaced_pod(
+        "dra-driver-cpu", field_selector=f"spec.nodeName={node}").items
+
+
+def delete_node_pods(cluster, node):
+    from kubernetes import client
+    for pod in node_pods(cluster, node):
+        client.CoreV1Api(cluster.api_client).delete_namespaced_pod(pod.metadata.name, "dra-driver-cpu",
+                                                                   grace_period_seconds=0)
+
+
+def until(what, fn, timeout, interval=1.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fn():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def online_file(cluster, node):
+    """The `online` file of the node's simulated CPU hardware (tests/cluster/cluster_node_hw.py lays
+    it out under the kubelet plugins dir; the driver reads it as $HOST_ROOT/sys/devices/system/cpu/online)."""
+    return os.path.join(cluster.state_dir, "real-nodes", node, "mnt/var/lib/kubelet/plugins/dracpu-host/sys",
+                        "devices/system/cpu/online")
+
+
+def healthz_refused(cluster, node):
+    """True when nothing listens on the node's healthz port (the chart's 8080): no driver of another
+    node answers that node's readiness probe (the nodes share a network namespace: driver bind.go)."""
+    import socket
+    from kubernetes import client
+    [ip] = [a.address for a in client.CoreV1Api(cluster.api_client).read_node(node).status.addresses
+            if a.type == "InternalIP"]
+    try:
+        socket.create_connection((ip, 8080), timeout=3).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+
+
+@NEEDS_REAL_NODES
 def test_driver_crashloop_on_one_node_fails_in_time_naming_node_reason_and_logs(dc):
-    annotate(dc, "node02", "pod-fault", "crashloop")
+    """real02's CPU hardware loses devices/system/cpu/online: upstream's driver reads it first
+    (pkg/driver/driver.go New: cpuinfo.OnlineCPUs) and exits 1 ("driver failed to initialize: failed
+    to get online CPUs"), so its pod really crash-loops (the kubelet's back-off); helm's --wait
+    accepts the DaemonSet (maxUnavailable 1, real01's pod Ready)."""
+    hidden = online_file(dc, "real02")
+    os.rename(hidden, hidden + ".gone")
     injected()
     try:
         r = install(dc, dra_cpu_topology_timeout=20)
@@ -291,63 +336,68 @@ def test_driver_crashloop_on_one_node_fails_in_time_naming_node_reason_and_logs(
         elapsed = out.get("wait_stats", {}).get("elapsed", 999)
         assert r.rc != 0, r
         assert no_traceback(r), r.stdout[-3000:]
-        assert "timed out after 20s" in msg and "node02" in msg, msg
-        assert "CrashLoopBackOff" in msg, msg
+        assert "timed out after 20s" in msg and "- real02: no ResourceSlice published; pod dra-driver-cpu-" in msg, msg
+        # the container waits in CrashLoopBackOff between its (millisecond-long) runs
+        assert re.search(r"container dracpu (waiting CrashLoopBackOff|terminated Error), \d+ restarts, "
+                         r"last Error \(exit 1\)", msg), msg
         assert "last log lines of dra-driver-cpu-" in msg, msg
-        assert "node01:" not in msg
+        assert '"failed to run" err="driver failed to initialize: failed to get online CPUs: open ' \
+               'devices/system/cpu/online: no such file or directory"' in msg, msg
+        assert "real01:" not in msg
         assert 20 <= elapsed < 25, elapsed          # the wait ends at its timeout, not before
         # the whole task (module start, the wait, the pod diagnostics and logs, exit) within timeout + 10 s
         # (25.1 s measured for the 20 s timeout at load 15 on 2 cores)
         task, _ = task_seconds(r, "Wait until every driver node has published its CPU topology")
         assert task < 20 + 10, task
-        assert [p["node"] for p in out["pending_nodes"]] == ["node02"]
+        assert [p["node"] for p in out["pending_nodes"]] == ["real02"]
         assert out["pending_nodes"][0]["logs"], out["pending_nodes"][0]
         # the healthy node's facts are in the result
-        assert out["topology"]["nodes"]["node01"]["allocatable_cpus"] == 10, out.get("topology")
+        assert out["topology"]["nodes"]["real01"]["allocatable_cpus"] == 10, out.get("topology")
+        # real02's readiness probe finds no driver: real01's driver listens on real01's address only
+        assert healthz_refused(dc, "real02")
         survived()
     finally:
-        annotate(dc, "node02", "pod-fault", None)
+        os.rename(hidden + ".gone", hidden)
 
 
+@NEEDS_REAL_NODES
 def test_driver_never_starting_on_one_node_names_the_pending_pod(dc, tmp_path):
-    """After the crash-loop case the release is installed; node02's pod is replaced by one that
-    never starts (ContainerCreating) and its slices go."""
-    from kubernetes import client
-    core = client.CoreV1Api(dc.api_client)
+    """After the crash-loop case the release is installed. real02 is cut off from the registry
+    (`cluster.py registry-off`: its mirror at a closed port, the driver image out of its store) and
+    its driver pod replaced: the new one cannot pull its image (ErrImagePull, ImagePullBackOff) and
+    stays Pending. The kubelet removes real02's slices once the old driver is unregistered (30 s)."""
     if not release_history(dc):
         assert install(dc).rc == 0
-    annotate(dc, "node02", "pod-fault", "never")
+    cluster_py(dc, "registry-off", "real02")
     injected()
     try:
-        for pod in core.list_namespaced_pod("dra-driver-cpu").items:
-            if pod.spec.node_name == "node02":
-                core.delete_namespaced_pod(pod.metadata.name, "dra-driver-cpu", grace_period_seconds=0)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if not [s for s in slice_names(dc, "dra.cpu") if "node02" in s]:
-                break
-            time.sleep(1)
+        delete_node_pods(dc, "real02")
+        until("real02's slices gone", lambda: not [s for s in slice_names(dc, "dra.cpu") if "real02" in s], 45)
+        until("real02's new driver pod failing to pull", lambda: [
+            p for p in node_pods(dc, "real02") if p.status.container_statuses and p.status.container_statuses[0].state.waiting
+            and p.status.container_statuses[0].state.waiting.reason in ("ErrImagePull", "ImagePullBackOff")], 30)
         r = run_topology(dc, tmp_path, timeout=8)
         out = topo_result(r)
         assert r.rc != 0
         assert no_traceback(r), r.stdout[-3000:]
-        assert "node02: no ResourceSlice published" in out["msg"], out["msg"]
-        assert "Pending" in out["msg"] and "ContainerCreating" in out["msg"], out["msg"]
-        assert out["topology"]["nodes"]["node01"]["allocatable_cpus"] == 10
+        assert "real02: no ResourceSlice published" in out["msg"], out["msg"]
+        assert "Pending" in out["msg"] and re.search("ErrImagePull|ImagePullBackOff", out["msg"]), out["msg"]
+        assert out["topology"]["nodes"]["real01"]["allocatable_cpus"] == 10
         assert out["wait_stats"]["elapsed"] <= 8 + 5
         survived()
     finally:
-        annotate(dc, "node02", "pod-fault", None)
+        cluster_py(dc, "registry-on", "real02")
     helm_uninstall(dc)
 
 
 def kill_helm_midway(cluster, *args, status):
-    """Run helm with --wait while no driver pod can start, SIGKILL it once the release secret says
-    `status`: the release is left stuck like after an interrupted CI job."""
+    """Run helm with --wait while no driver pod can start (both nodes cut off from the registry),
+    SIGKILL it once the release secret says `status`: the release is left stuck like after an
+    interrupted CI job."""
     from kubernetes import client
     core = client.CoreV1Api(cluster.api_client)
-    for n in ("node01", "node02"):
-        annotate(cluster, n, "pod-fault", "never")
+    for n in ("real01", "real02"):
+        cluster_py(cluster, "registry-off", n)
     env = cluster.run_env(HELM_CONFIG_HOME=os.path.join(cluster.state_dir, "helm", "config"),
                           HELM_CACHE_HOME=os.path.join(cluster.state_dir, "helm", "cache"))
     proc = subprocess.Popen([cluster.env["CLUSTER_HELM_BINARY"], "--kubeconfig", cluster.kubeconfig, *args,
@@ -368,12 +418,13 @@ def kill_helm_midway(cluster, *args, status):
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        for n in ("node01", "node02"):
-            annotate(cluster, n, "pod-fault", None)
+        for n in ("real01", "real02"):
+            cluster_py(cluster, "registry-on", n)
     hist = release_history(cluster)
     assert hist and hist[-1]["status"] == status, hist
 
 
+@NEEDS_REAL_NODES
 def test_pending_install_is_reported_then_recovered(dc):
     chart = dc.chart
     kill_helm_midway(dc, "install", "dra-driver-cpu", chart, "--version", "0.3.0", "-n", "dra-driver-cpu",
@@ -389,10 +440,11 @@ def test_pending_install_is_reported_then_recovered(dc):
     assert r.rc == 0, r
     hist = release_history(dc)
     assert hist[-1]["status"] == "deployed", hist
-    assert r.fact("dra_cpu_topology")["nodes"]["node01"]["allocatable_cpus"] == 10
+    assert r.fact("dra_cpu_topology")["nodes"]["real01"]["allocatable_cpus"] == 10
     survived()
 
 
+@NEEDS_REAL_NODES
 def test_pending_upgrade_is_reported_then_rolled_back_and_upgraded(dc):
     if not release_history(dc):
         assert install(dc).rc == 0
@@ -419,6 +471,7 @@ def test_pending_upgrade_is_reported_then_rolled_back_and_upgraded(dc):
     survived()
 
 
+@NEEDS_REAL_NODES
 def test_two_installs_at_the_same_time_end_consistent(dc):
     helm_uninstall(dc)
     audit = AuditLog(dc).mark()

@@ -1,9 +1,8 @@
 """Security (issue 6): verified helm download, no secrets in output (even at -vvv and on failure),
 least privilege (docs/rbac.yml is enough; a missing permission names verb and resource), and an
-uninstall that never removes what the collection does not own. Runs on the 'driver' cluster.
-
-Nodes: simulated (not moved to a real one yet: RBAC, masking and uninstall do not depend on the
-kubelet).
+uninstall that never removes what the collection does not own. Runs on the 'driver' cluster: two
+real nodes (real01, real02), the driver a real kubelet plugin there, so every install waits for
+real slices and every uninstall for the kubelets to remove them.
 """
 import hashlib
 import json
@@ -16,11 +15,12 @@ import time
 import pytest
 
 from ansible_run import run_playbook
-from reliability_lib import (CAPTURED, FIGURES, KEYS_PER_CLUSTER, TOKENS_PER_CLUSTER, AuditLog, all_secrets,
-                             capture, get_cluster, helm, no_traceback, rbac_rules_from_docs, res, sa_kubeconfig,
+from reliability_lib import (CAPTURED, FIGURES, NEEDS_REAL_NODES, AuditLog, all_secrets, capture, expected_totals,
+                             get_cluster, helm, no_traceback, rbac_rules_from_docs, res, sa_kubeconfig,
                              scan)
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), NEEDS_REAL_NODES]
+
 
 @pytest.fixture(scope="module")
 def dc(cluster_factory):
@@ -114,7 +114,7 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
     kubeconfig, token, user = sa_kubeconfig(dc, "rel-installer", rules=rbac_rules_from_docs())
     r = capture("rbac install", run_playbook(dc, "install", as_user(dc, kubeconfig, tmp_path), verbosity=0))
     assert r.rc == 0, r.failure_messages()
-    assert r.fact("dra_cpu_topology")["nodes"]["node01"]["allocatable_cpus"] == 10
+    assert r.fact("dra_cpu_topology")["nodes"]["real01"]["allocatable_cpus"] == 10
     assert list((tmp_path / "helm-cache").rglob("helm")), "helm was not downloaded from the http mirror"
     ns = res(dc, "v1", "Namespace").get(name="dra-driver-cpu")
     assert ns.metadata.labels["app.kubernetes.io/managed-by"] == "kubevirtci.dra_cpu"
@@ -129,9 +129,9 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
     helm(dc, "install", "elsewhere", str(chart), "-n", "rel-elsewhere", "--create-namespace")
     slices = res(dc, "resource.k8s.io/v1", "ResourceSlice")
     slices.create(body={"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                        "metadata": {"name": "other-driver-node01"},
-                        "spec": {"driver": "gpu.example.com", "nodeName": "node01",
-                                 "pool": {"name": "node01", "generation": 1, "resourceSliceCount": 1},
+                        "metadata": {"name": "other-driver-real01"},
+                        "spec": {"driver": "gpu.example.com", "nodeName": "real01",
+                                 "pool": {"name": "real01", "generation": 1, "resourceSliceCount": 1},
                                  "devices": [{"name": "gpu0"}]}})
     try:
         r = capture("rbac uninstall", run_playbook(dc, "uninstall", as_user(dc, kubeconfig, tmp_path)))
@@ -140,7 +140,7 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
                           json.loads(helm(dc, "list", "-A", "-a", "-o", "json").stdout))
         assert releases == [("elsewhere", "rel-elsewhere"), ("other", "dra-driver-cpu")], releases
         assert [s.metadata.name for s in slices.get(field_selector="spec.driver=gpu.example.com").items] \
-            == ["other-driver-node01"]
+            == ["other-driver-real01"]
         assert not slices.get(field_selector="spec.driver=dra.cpu").items
         res(dc, "v1", "Namespace").get(name="dra-driver-cpu")        # kept: 'other' lives there
         assert r.result("Uninstall release dra-driver-cpu on ")["report"][1] == (
@@ -153,7 +153,7 @@ def test_least_privilege_install_wait_and_uninstall_spare_what_is_not_ours(dc, t
         assert "dra-driver-cpu" not in [n.metadata.name for n in res(dc, "v1", "Namespace").get().items]
         assert "rel-elsewhere" in [n.metadata.name for n in res(dc, "v1", "Namespace").get().items]
     finally:
-        slices.delete(name="other-driver-node01")
+        slices.delete(name="other-driver-real01")
         helm(dc, "uninstall", "elsewhere", "-n", "rel-elsewhere", check=False)
 
 
@@ -198,8 +198,7 @@ def test_zz_secret_scan_of_every_captured_output_and_figures(dc, request):
     print("\nRELIABILITY FIGURES " + json.dumps(FIGURES) + " SECRETS " + json.dumps(counts))
     assert leaks == [], leaks
     # every credential of every cluster started, every ServiceAccount token issued, no certificate
-    assert counts["cluster_tokens"] == TOKENS_PER_CLUSTER * counts["clusters"], counts
-    assert counts["private_keys"] == KEYS_PER_CLUSTER * counts["clusters"], counts
+    assert (counts["cluster_tokens"], counts["private_keys"]) == expected_totals(), counts
     assert len(secrets) == counts["cluster_tokens"] + counts["private_keys"] + counts["sa_tokens"]
     collected = {}
     for item in request.session.items:
@@ -211,8 +210,9 @@ def test_zz_secret_scan_of_every_captured_output_and_figures(dc, request):
             and len(collected.get("test_reliability_security.py", [])) == 6)
     if full:
         # the figures of docs/reliability.md
-        assert counts == {"clusters": 2, "cluster_tokens": 6, "private_keys": 14, "sa_tokens": 5}, counts
-        assert len(secrets) == 25
+        # 'slices': 3 tokens, 7 keys; 'driver' (2 real nodes): 3 + 2 kubelet tokens, 6 + 2 kubelet serving keys
+        assert counts == {"clusters": 2, "cluster_tokens": 8, "private_keys": 15, "sa_tokens": 5}, counts
+        assert len(secrets) == 28
         assert FIGURES["faults_injected"] == FIGURES["faults_survived"] == 10
         assert FIGURES["bad_inputs"] == 48 and FIGURES["bad_input_writes"] == 0, FIGURES
         assert FIGURES["outputs_scanned"] == 24, [label for label, _ in CAPTURED]

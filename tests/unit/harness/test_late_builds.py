@@ -1,6 +1,6 @@
 """The integration suite's late builds (tests/integration/late_builds.py): the build order is read
-from the Makefile's build-binaries recipe, the one place it is written, and every `late_build` mark
-of the suite names a line of it."""
+from the Makefile's build-binaries recipe, the one place it is written, and every `late_build` and
+`needs_build` mark of the suite names a line of it."""
 import os
 import re
 import sys
@@ -45,13 +45,15 @@ def test_ensure_says_which_name_is_unknown_without_building():
     assert took == 0.0 and "late_build('nothing') is not in" in err
 
 
-def test_every_late_build_mark_of_the_suite_names_a_recipe_line():
+def test_every_late_build_and_needs_build_mark_of_the_suite_names_a_recipe_line():
     names = {step[0] for step in late_builds.recipe()}
-    marks = set()
+    marks, needs = set(), set()
     for f in sorted(os.listdir(INTEGRATION_DIR)):
         if f.endswith(".py") and f not in ("late_builds.py", "conftest.py"):
             text = open(os.path.join(INTEGRATION_DIR, f)).read()
             marks |= set(re.findall(r'late_build\(f?"([^"]+)"\)', text))
+            needs |= set(re.findall(r'needs_build\("([^"]+)"\)', text))
     marks = {m.replace("{K8S_135}", "v1.35.4") for m in marks}
     assert marks == {"helm-old", "real-node", "kubernetes v1.35.4"}
-    assert marks <= names
+    assert needs == {"real-node"}       # reliability_lib.NEEDS_REAL_NODES: the 'driver' cluster
+    assert marks | needs <= names
