@@ -1,7 +1,10 @@
 """Faults made real on a real node (issue 17 item 6): CLUSTER_REAL_NODES=1 next to one simulated node.
 
 real01 is a real kubelet + containerd running the project's driver image (tests/cluster/driver, a
-real kubelet plugin on k8s.io/dynamic-resource-allocation); node01 is simulated. Each case injects
+real kubelet plugin on k8s.io/dynamic-resource-allocation); node01 is simulated: the healthy node
+the role must not name while the bad config (one ConfigMap for every node) crashes the real
+driver, which a second real node's driver would read too. The reliability suite's 'driver' cluster
+has a per-node crash on two real nodes (test_reliability_faults.py). Each case injects
 the fault on real01, asserts what the kubelet, the control plane and the role really do, and keeps
 the assert at the role's own wording (README "Troubleshooting"; pod_diagnostics.timeout_message,
 preflight/nodes.py, tasks/verify_claim.yml). Upstream behaviour relied on is named per test.
