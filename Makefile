@@ -29,7 +29,7 @@ build-first: deps           ## what every test cluster needs: etcd, helm, Kubern
 # for it, tests/integration/late_builds.py). The real-node binaries first: every molecule scenario,
 # in the other lane of `make test`, runs on real nodes; then 1.37.2 and its kubelet before 1.35.4:
 # molecule's 1.37 scenario needs them about 15 min before the 1.35 tests come at the end of
-# integration. The other Kubernetes versions take about 7 min each on a
+# integration; those run on a real 1.35.4 kubelet, built last. The other Kubernetes versions take about 7 min each on a
 # new machine, then are cached: built by default, so a new machine runs their cases instead of
 # skipping them.
 build-binaries:
@@ -39,6 +39,7 @@ build-binaries:
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh real-node >/dev/null
 	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes >/dev/null
+	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh real-node >/dev/null
 
 build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
 	tests/cluster/build.sh helm-old

@@ -13,8 +13,9 @@ Owns, per real node (CLUSTER_REAL_NODES):
 - the shell lines (run.sh, after the node's own bind mounts) that bind-mount the tree over
   /sys/devices/system/{cpu,node} and the file over /proc/cpuinfo in that mount namespace only, so the
   real kubelet (cAdvisor) reports capacity.cpu = the node's CPUs and its NUMA cells too;
-- the kubelet settings the spec decides (cpuManagerPolicy; reserved CPUs for `static`) and the
-  labels the node registers with (`labels`, the kubelet's --node-labels).
+- the kubelet settings the spec decides (cpuManagerPolicy; reserved CPUs for `static`), the
+  labels the node registers with (`labels`, the kubelet's --node-labels) and its own taints
+  (`taints`, the kubelet's registerWithTaints, beside the real-node taint of cluster_real_node.py).
 Facts: ../shared/reference/real-nodes.md ("A node that looks like the test topology").
 Must not: start processes, or touch anything outside the node's directory.
 """
@@ -31,8 +32,9 @@ from fake_sysfs import cpuinfo, write_tree  # noqa: E402
 from cluster_images import HOST_ROOT  # noqa: E402
 
 SPEC_KEYS = {"cpus", "numa_nodes", "cells", "sockets", "threads_per_core", "smt_control", "cpu_manager_policy",
-             "labels"}
+             "labels", "taints"}
 POLICIES = {"none", "static"}
+TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}   # core/v1 TaintEffect
 
 
 class SpecError(ValueError):
@@ -56,7 +58,7 @@ def node_spec(settings, name):
     spec = {"cpus": int(settings.get("KUBEVIRT_NUM_VCPU") or 12),
             "numa_nodes": int(settings.get("KUBEVIRT_NUM_NUMA_NODES") or 2),
             "cells": None, "sockets": 1, "threads_per_core": 1, "smt_control": None,
-            "cpu_manager_policy": "none", "labels": {}}
+            "cpu_manager_policy": "none", "labels": {}, "taints": []}
     spec.update(ov)
     labels = spec["labels"]
     if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) and k
@@ -64,6 +66,9 @@ def node_spec(settings, name):
                                                for k, v in labels.items()):
         raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: labels must be an object of label names to "
                         f"string values, got {labels!r}")
+    if not _taints_ok(spec["taints"]):
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: taints must be a list of {{key, value, effect}} "
+                        f"objects (effect one of {', '.join(sorted(TAINT_EFFECTS))}), got {spec['taints']!r}")
     if spec["cells"]:
         spec["cpus"] = None if "cpus" not in ov else spec["cpus"]
     if spec["cpu_manager_policy"] not in POLICIES:
@@ -72,6 +77,12 @@ def node_spec(settings, name):
     if spec["smt_control"] is None:
         spec["smt_control"] = "on" if int(spec["threads_per_core"]) > 1 else "notsupported"
     return spec
+
+
+def _taints_ok(taints):
+    return isinstance(taints, list) and all(
+        isinstance(t, dict) and set(t) <= {"key", "value", "effect"} and isinstance(t.get("key"), str) and t["key"]
+        and isinstance(t.get("value", ""), str) and t.get("effect") in TAINT_EFFECTS for t in taints)
 
 
 def topology(spec):
@@ -110,6 +121,11 @@ def kubelet_flags(spec):
     """Kubelet flags decided by the spec: the labels it registers the node with."""
     labels = ",".join(f"{k}={v}" for k, v in sorted(spec["labels"].items()))
     return [f"--node-labels={labels}"] if labels else []
+
+
+def register_taints(spec):
+    """The node's own taints (the kubelet's registerWithTaints, core/v1 Taint objects)."""
+    return [dict(t) for t in spec["taints"]]
 
 
 def kubelet_settings(spec):

@@ -39,7 +39,8 @@ from cluster_images import PAUSE_IMAGE, push_driver, push_pause
 from cluster_host_state import FIXED, host_state
 from cluster_kube_proxy import start_kube_proxy, stop_kube_proxy
 from cluster_netns import api_from_netns, in_netns, ns_ip
-from cluster_node_hw import SpecError, kubelet_flags, kubelet_settings, lay_out, node_spec, topology
+from cluster_node_hw import (SpecError, kubelet_flags, kubelet_settings, lay_out, node_spec, register_taints,
+                             topology)
 from cluster_pki import kubeconfig
 from cluster_processes import kill_group, kill_until_gone, pidinfo, proc_alive, spawn, wait_for
 from cluster_state import (
@@ -206,7 +207,7 @@ temp = "{nd}/containerd/tmp"
         "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%",
                          "nodefs.inodesFree": "1%"},
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
-        "registerWithTaints": [TAINT] if int(info["settings"]["CLUSTER_NODES"]) else [],
+        "registerWithTaints": ([TAINT] if int(info["settings"]["CLUSTER_NODES"]) else []) + register_taints(spec),
         "resolvConf": "/etc/resolv.conf",
         **({"featureGates": _feature_gates(info["settings"].get("CLUSTER_FEATURE_GATES"))}
            if info["settings"].get("CLUSTER_FEATURE_GATES") else {}),

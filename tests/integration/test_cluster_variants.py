@@ -1,29 +1,47 @@
 """The role against clusters that differ from the default: node topologies, incompatible nodes,
-the DRAConsumableCapacity gate off, an old container runtime.
+the DRAConsumableCapacity gate off, an old container runtime, Kubernetes 1.35.
 
-Nodes: simulated, because the cases need what a real node here cannot be: container runtimes a real
-containerd 2.4.2 cannot report (containerd 1.7, CRI-O), several nodes of different topologies and
-kubelet policies at once, and a 1.35 control plane without a 1.35 kubelet build. The static policy
-on a real kubelet is test_real_static.py's.
+Nodes: real wherever a real one can be had (issue 17 item 5): a real kubelet + containerd each
+(tests/cluster/cluster_real_node.py), the driver a real kubelet plugin, every topology a fake sysfs
+tree the kubelet and the driver read.
+- 'topologies': six real nodes of different CPU hardware, kubelet policies and taints at once
+  (CLUSTER_REAL_NODE_OVERRIDES); preflight reads each real kubelet's /configz, the driver publishes
+  each node's cells.
+- 'gate-off': a real node beside one simulated node, the one case a real node cannot be here: a
+  container runtime that is not the real containerd 2.4.2 (containerd 1.7 reports
+  `containerd://1.7.27`; a real one cannot). The chart's tolerations are widened to the real
+  node's NoExecute taint (cluster_real_node.TAINT) so the driver would run on both and preflight
+  checks both.
+- 'k8s-1.35*': a 1.35.4 control plane and a real 1.35.4 kubelet (the kubelet may not be newer than
+  the API server: Kubernetes' version skew policy), so the real 1.35 scheduler and kubelet
+  allocate and prepare the claim.
+The static policy on its own is test_real_static.py's.
 """
+import json
 
 import pytest
 
 from ansible_run import run_playbook
+from real_nodes_lib import TAINT_KEY
 
 pytestmark = pytest.mark.timeout(1200)
+# the 'topologies' and 'gate-off' clusters have real nodes: they run after the real-node build and,
+# in `make test`, in the real-node lane (conftest.py's --real-nodes)
+real_nodes = pytest.mark.late_build("real-node")
 
-# Like kubevirtci, the simulator starts node02+ with cpuManagerPolicy static: the nodes meant to
-# run the driver say `none` explicitly; node05 keeps the kubevirtci worker default.
-NONE = {"cpu_manager_policy": "none"}
+# Like kubevirtci, one node keeps the kubevirtci worker's cpuManagerPolicy static (real05); the
+# others run the policy the driver needs, `none` (the real kubelets' default here).
 TOPOLOGY_NODES = {
-    "node01": {},                                             # 12 CPUs, 2 cells (the defaults)
-    "node02": dict(NONE, cpus=16, numa_nodes=4),              # 4 cells of 4
-    "node03": dict(NONE, numa_nodes=1),                       # 1 cell of 12
-    "node04": dict(NONE, threads_per_core=2),                 # SMT on
-    "node05": {},                                             # a kubevirtci worker: static
-    "node06": dict(NONE, taints=[{"key": "dedicated", "value": "db", "effect": "NoExecute"}]),
+    "real01": {},                                             # 12 CPUs, 2 cells (the defaults)
+    "real02": {"cpus": 16, "numa_nodes": 4},                  # 4 cells of 4
+    "real03": {"numa_nodes": 1},                              # 1 cell of 12
+    "real04": {"threads_per_core": 2},                        # SMT on
+    "real05": {"cpu_manager_policy": "static"},               # a kubevirtci worker: static
+    "real06": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoExecute"}]},
 }
+# the chart's default tolerations plus the real node's NoExecute taint (beside a simulated node)
+EVERY_NODE = {"dra_cpu_chart_values": {"tolerations": [{"key": TAINT_KEY, "operator": "Exists"},
+                                                       {"operator": "Exists", "effect": "NoSchedule"}]}}
 
 
 # the nodes differ on purpose, so the kubevirtci sizing check (which expects every node to be
@@ -37,51 +55,72 @@ def sizing_rule(cpus, cells, reserved):
     return [(i, len(set(range(i * size, (i + 1) * size)) - reserved)) for i in range(cells)]
 
 
+def runtime_findings(result):
+    return {f["node"]: f for f in result.result("Check the cluster's prerequisites").get("findings", [])
+            if f["check"] == "container_runtime"}
+
+
 @pytest.fixture(scope="module")
 def topology_cluster(cluster_factory):
-    return cluster_factory("topologies", CLUSTER_NODES=len(TOPOLOGY_NODES), KUBEVIRT_NUM_VCPU=12,
-                           KUBEVIRT_NUM_NUMA_NODES=2, CLUSTER_NODE_OVERRIDES=TOPOLOGY_NODES,
-                           CLUSTER_SLICE_DELETE_DELAY=3)
+    c = cluster_factory("topologies", CLUSTER_NODES=0, CLUSTER_REAL_NODES=len(TOPOLOGY_NODES),
+                        KUBEVIRT_NUM_VCPU=12, KUBEVIRT_NUM_NUMA_NODES=2,
+                        CLUSTER_REAL_NODE_OVERRIDES=json.dumps(TOPOLOGY_NODES))
+    yield c
+    c.down()   # at the module's end: six kubelets and containerds leave the CPUs to the next tests
 
 
+@real_nodes
 def test_preflight_names_the_static_node_and_installs_nothing(topology_cluster):
     r = run_playbook(topology_cluster, "install")
     assert r.rc != 0
     msg = " ".join(r.failure_messages())
-    assert "node05" in msg and "cpu_manager_policy" in msg and "static" in msg, msg
-    # node06's NoExecute taint is not tolerated by the chart: the driver will not run there,
+    assert "real05" in msg and "cpu_manager_policy" in msg and "static" in msg, msg
+    # the policy as real05's own kubelet serves it on /configz
+    pre = r.result("Check the cluster's prerequisites")
+    policy = {f["node"]: f for f in pre["findings"] if f["check"] == "cpu_manager_policy"}
+    assert policy["real05"]["severity"] == "error" and policy["real05"]["observed"] == "static", policy
+    assert policy["real01"]["severity"] == "ok" and policy["real01"]["observed"] == "none", policy
+    # real06's NoExecute taint is not tolerated by the chart: the driver will not run there,
     # so it is not checked, and the tainted node is not reported as a failure.
-    assert "node06" not in msg
+    assert "real06" not in msg and "real06" not in policy, policy
     from kubernetes import client
     names = [n.metadata.name for n in client.CoreV1Api(topology_cluster.api_client).list_namespace().items]
     assert "dra-driver-cpu" not in names
 
 
+@real_nodes
 def test_skip_incompatible_nodes_keeps_the_driver_off_them(topology_cluster):
     r = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_skip_incompatible_nodes": True},
                      env=NO_SIZING)
     assert r.rc == 0, r
     pre = r.result("Check the cluster's prerequisites")
     skipped = {s["node"]: s["reasons"] for s in pre.get("skipped_nodes", [])}
-    assert list(skipped) == ["node05"] and "cpu_manager_policy" in skipped["node05"], pre
+    assert list(skipped) == ["real05"] and "cpu_manager_policy" in skipped["real05"], pre
     topo = r.fact("dra_cpu_topology")
-    assert sorted(topo["nodes"]) == ["node01", "node02", "node03", "node04"]
+    assert sorted(topo["nodes"]) == ["real01", "real02", "real03", "real04"]
     reserved = {0, 1}
     got = {n: [(int(i), cpus) for i, cpus in v["cells"].items()] for n, v in topo["nodes"].items()}
     assert got == {
-        "node01": sizing_rule(12, 2, reserved),
-        "node02": sizing_rule(16, 4, reserved),
-        "node03": sizing_rule(12, 1, reserved),
-        "node04": sizing_rule(12, 2, reserved),
+        "real01": sizing_rule(12, 2, reserved),
+        "real02": sizing_rule(16, 4, reserved),
+        "real03": sizing_rule(12, 1, reserved),
+        "real04": sizing_rule(12, 2, reserved),
     }
     assert topo["max_vm_host_cpus"] == 10
-    assert topo["largest_cell"] == {"node": "node03", "id": 0, "allocatable_cpus": 10}
-    assert topo["smallest_cell"] == {"node": "node02", "id": 0, "allocatable_cpus": 2}
+    assert topo["largest_cell"] == {"node": "real03", "id": 0, "allocatable_cpus": 10}
+    assert topo["smallest_cell"] == {"node": "real02", "id": 0, "allocatable_cpus": 2}
+    # the real scheduler kept the DaemonSet off the skipped node (the role's nodeAffinity) and off
+    # the tainted one: driver pods on the four others only
+    from kubernetes import client
+    pods = client.CoreV1Api(topology_cluster.api_client).list_namespaced_pod(
+        "dra-driver-cpu", label_selector="app.kubernetes.io/name=dra-driver-cpu").items
+    assert sorted(p.spec.node_name for p in pods) == ["real01", "real02", "real03", "real04"], pods
     again = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_skip_incompatible_nodes": True},
                          env=NO_SIZING)
     assert again.rc == 0 and again.changed == 0, again
 
 
+@real_nodes
 def test_min_cell_cpus_fails_with_the_numbers(topology_cluster):
     r = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_skip_incompatible_nodes": True,
                                                               "dra_cpu_min_cell_cpus": 11}, env=NO_SIZING)
@@ -92,44 +131,65 @@ def test_min_cell_cpus_fails_with_the_numbers(topology_cluster):
 
 @pytest.fixture(scope="module")
 def gate_off_cluster(cluster_factory):
-    return cluster_factory("gate-off", CLUSTER_NODES=2, CLUSTER_FEATURE_GATES="DRAConsumableCapacity=false",
-                           CLUSTER_NODE_OVERRIDES={"node02": {"container_runtime": "containerd://1.7.27",
-                                                             "cpu_manager_policy": "none"}})
+    c = cluster_factory("gate-off", CLUSTER_NODES=1, CLUSTER_REAL_NODES=1,
+                        CLUSTER_FEATURE_GATES="DRAConsumableCapacity=false",
+                        CLUSTER_NODE_OVERRIDES={"node01": {"container_runtime": "containerd://1.7.27"}})
+    yield c
+    c.down()
 
 
+@real_nodes
 def test_gate_off_and_old_runtime_are_findings(gate_off_cluster):
-    r = run_playbook(gate_off_cluster, "install")
+    r = run_playbook(gate_off_cluster, "install", extra_vars=EVERY_NODE)
     assert r.rc != 0
     msg = " ".join(r.failure_messages())
     assert "DRAConsumableCapacity" in msg and "feature_gate" in msg, msg
-    assert "node02" in msg and "container_runtime" in msg and "1.7.27" in msg, msg
+    assert "node01" in msg and "container_runtime" in msg and "1.7.27" in msg, msg
+    # the real node's runtime as its real containerd reports it through the kubelet: no finding
+    runtimes = runtime_findings(r)
+    assert runtimes["real01"]["severity"] == "ok", runtimes
+    assert runtimes["real01"]["observed"] == "containerd://2.4.2", runtimes
+    assert "real01" not in msg, msg
 
 
+@real_nodes
 def test_check_mode_runs_preflight_too(gate_off_cluster):
-    r = run_playbook(gate_off_cluster, "install", check=True)
+    r = run_playbook(gate_off_cluster, "install", extra_vars=EVERY_NODE, check=True)
     assert r.rc != 0
     assert any("feature_gate" in m for m in r.failure_messages()), r
 
 
+@real_nodes
 def test_ignored_checks_become_warnings(gate_off_cluster):
-    r = run_playbook(gate_off_cluster, "install", extra_vars={
-        "dra_cpu_preflight_ignore": ["feature_gate", "container_runtime"]}, check=True)
+    r = run_playbook(gate_off_cluster, "install", extra_vars=dict(
+        EVERY_NODE, dra_cpu_preflight_ignore=["feature_gate", "container_runtime"]), check=True)
     assert r.rc == 0, r
     findings = r.result("Check the cluster's prerequisites").get("findings", [])
     severities = {(f["check"], f.get("node")): f["severity"] for f in findings}
     assert severities[("feature_gate", None)] == "warning"
-    assert severities[("container_runtime", "node02")] == "warning"
+    assert severities[("container_runtime", "node01")] == "warning"
+    assert severities[("container_runtime", "real01")] == "ok"
 
 
-# Kubernetes 1.35.x: its control plane is built by `make build` (about 7 min on a new machine, then
-# cached); these tests run last, after that build (late_builds.py), and are never skipped for want of it.
+# Kubernetes 1.35.x: its control plane, kubelet and kube-proxy are built by `make build` (about 7 min
+# on a new machine, then cached); these tests run last, after that build (late_builds.py: the
+# real-node line of 1.35.4 comes after its control plane's), and are never skipped for want of it.
 K8S_135 = "v1.35.4"
-built_135 = pytest.mark.late_build(f"kubernetes {K8S_135}")
+built_135 = pytest.mark.late_build(f"real-node {K8S_135}")
+REAL_135 = {"CLUSTER_K8S_VERSION": K8S_135, "CLUSTER_NODES": 0, "CLUSTER_REAL_NODES": 1}
 
 
 @pytest.fixture(scope="module")
 def cluster_135(cluster_factory):
-    return cluster_factory("k8s-1.35", CLUSTER_K8S_VERSION=K8S_135)
+    return cluster_factory("k8s-1.35", **REAL_135)
+
+
+@built_135
+def test_the_135_node_is_a_real_135_kubelet(cluster_135):
+    from kubernetes import client
+    node = client.CoreV1Api(cluster_135.api_client).read_node("real01")
+    assert node.status.node_info.kubelet_version == K8S_135, node.status.node_info
+    assert node.status.node_info.container_runtime_version == "containerd://2.4.2", node.status.node_info
 
 
 @built_135
@@ -158,8 +218,7 @@ def test_kubernetes_135_in_check_mode_reports_the_same(cluster_135):
 def test_kubernetes_135_with_the_gate_on_is_a_warning_and_installs(cluster_factory):
     """What README's preflight section promises for 1.34/1.35: the gate shown on turns the version
     finding into a warning, and the real 1.35 scheduler allocates a claim from the grouped devices."""
-    c = cluster_factory("k8s-1.35-gate-on", CLUSTER_K8S_VERSION=K8S_135,
-                        CLUSTER_FEATURE_GATES="DRAConsumableCapacity=true", CLUSTER_SLICE_DELETE_DELAY=3)
+    c = cluster_factory("k8s-1.35-gate-on", **REAL_135, CLUSTER_FEATURE_GATES="DRAConsumableCapacity=true")
     r = run_playbook(c, "install")
     assert r.rc == 0, r
     version = [f for f in r.result("Check the cluster's prerequisites")["findings"]
@@ -169,7 +228,7 @@ def test_kubernetes_135_with_the_gate_on_is_a_warning_and_installs(cluster_facto
     v = run_playbook(c, "verify")
     assert v.rc == 0, v
     text = " ".join(str(res.get("msg", "")) for _, res in v.tasks())
-    assert "node01" in text and "cpudevnuma001" in text, text
+    assert "real01" in text and "cpudevnuma001" in text, text
 
 
 @built_135
@@ -190,7 +249,7 @@ def test_kubernetes_135_individual_mode_without_the_gate_installs(cluster_135):
         v = run_playbook(cluster_135, "verify", extra_vars={"dra_cpu_cpu_device_mode": "individual"})
         assert v.rc == 0, v
         text = " ".join(str(res.get("msg", "")) for _, res in v.tasks())
-        assert "claim for 6 CPUs allocated" in text and "node01" in text, text
+        assert "claim for 6 CPUs allocated" in text and "real01" in text, text
     finally:
         u = run_playbook(cluster_135, "uninstall")
         assert u.rc == 0, u

@@ -20,6 +20,7 @@ def test_the_recipe_is_the_makefiles_build_binaries_in_its_order():
         ("kubernetes v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),   # molecule's, in the other lane
         ("real-node v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),    # its real node's kubelet, kube-proxy
         ("kubernetes v1.35.4", {"CLUSTER_K8S_VERSION": "v1.35.4"}),
+        ("real-node v1.35.4", {"CLUSTER_K8S_VERSION": "v1.35.4"}),    # the 1.35 tests' real kubelet
     ]
 
 
@@ -54,6 +55,6 @@ def test_every_late_build_and_needs_build_mark_of_the_suite_names_a_recipe_line(
             marks |= set(re.findall(r'late_build\(f?"([^"]+)"\)', text))
             needs |= set(re.findall(r'needs_build\("([^"]+)"\)', text))
     marks = {m.replace("{K8S_135}", "v1.35.4") for m in marks}
-    assert marks == {"helm-old", "real-node", "kubernetes v1.35.4"}
+    assert marks == {"helm-old", "real-node", "real-node v1.35.4"}
     assert needs == {"real-node"}       # reliability_lib.NEEDS_REAL_NODES: the 'driver' cluster
     assert marks | needs <= names

@@ -1,6 +1,7 @@
 """A real node's spec and address (tests/cluster): cluster_node_hw.node_spec reads
 CLUSTER_REAL_NODE_OVERRIDES, including the labels the kubelet registers the node with
-(kubelet_flags: --node-labels, which molecule's multinode scenario selects the driver by), and refuses
+(kubelet_flags: --node-labels, which molecule's multinode scenario selects the driver by) and its own
+taints (register_taints: the kubelet's registerWithTaints), and refuses
 what it cannot use, naming the node and the key; cluster_real_node.node_ip puts node i at 10.N.249.i
 in the cluster's network namespace, apart from the simulated nodes' 10.N.1.x (sim_node_specs) and the
 veth's two ends 10.N.0.1 and 10.N.0.2 (cluster_netns: what netns_up configures and ns_ip reads)."""
@@ -43,8 +44,23 @@ def test_labels_that_are_not_names_to_strings_are_refused_naming_the_node(labels
 
 
 def test_an_unknown_key_is_refused_naming_it_and_the_known_ones():
-    with pytest.raises(cluster_node_hw.SpecError, match=r"real02: unknown key\(s\) taints; known: .*labels"):
-        spec({"real02": {"taints": []}}, "real02")
+    with pytest.raises(cluster_node_hw.SpecError, match=r"real02: unknown key\(s\) gpus; known: .*labels"):
+        spec({"real02": {"gpus": []}}, "real02")
+
+
+def test_taints_are_registered_by_the_kubelet_as_given():
+    taint = {"key": "dedicated", "value": "db", "effect": "NoExecute"}
+    assert cluster_node_hw.register_taints(spec({"real01": {"taints": [taint]}})) == [taint]
+    assert cluster_node_hw.register_taints(spec({})) == []
+
+
+@pytest.mark.parametrize("taints", [{"key": "k"}, [{"key": "k"}], [{"key": "k", "effect": "NoRun"}],
+                                    [{"key": "", "effect": "NoSchedule"}], [{"key": "k", "value": 1,
+                                                                             "effect": "NoSchedule"}],
+                                    [{"key": "k", "effect": "NoSchedule", "operator": "Exists"}]])
+def test_taints_that_are_not_core_v1_taints_are_refused_naming_the_node(taints):
+    with pytest.raises(cluster_node_hw.SpecError, match="real01: taints must be a list"):
+        spec({"real01": {"taints": taints}})
 
 
 def test_real_node_addresses_are_apart_from_the_simulated_ones():
