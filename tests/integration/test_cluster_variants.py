@@ -55,9 +55,12 @@ def sizing_rule(cpus, cells, reserved):
     return [(i, len(set(range(i * size, (i + 1) * size)) - reserved)) for i in range(cells)]
 
 
+def preflight_findings(result):
+    return result.result("Check the cluster's prerequisites").get("findings", [])
+
+
 def runtime_findings(result):
-    return {f["node"]: f for f in result.result("Check the cluster's prerequisites").get("findings", [])
-            if f["check"] == "container_runtime"}
+    return {f["node"]: f for f in preflight_findings(result) if f["check"] == "container_runtime"}
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +153,7 @@ def test_gate_off_and_old_runtime_are_findings(gate_off_cluster):
     assert runtimes["real01"]["severity"] == "ok", runtimes
     assert runtimes["real01"]["observed"] == "containerd://2.4.2", runtimes
     # and no check fails or warns on it (the report's summary line still lists it among the checked)
-    findings = r.result("Check the cluster's prerequisites").get("findings", [])
-    real01 = [f for f in findings if f["node"] == "real01" and f["severity"] != "ok"]
+    real01 = [f for f in preflight_findings(r) if f["node"] == "real01" and f["severity"] != "ok"]
     assert real01 == [], real01
     assert not [line for line in msg.splitlines() if line.strip().startswith("[") and "real01" in line], msg
 
@@ -168,8 +170,7 @@ def test_ignored_checks_become_warnings(gate_off_cluster):
     r = run_playbook(gate_off_cluster, "install", extra_vars=dict(
         EVERY_NODE, dra_cpu_preflight_ignore=["feature_gate", "container_runtime"]), check=True)
     assert r.rc == 0, r
-    findings = r.result("Check the cluster's prerequisites").get("findings", [])
-    severities = {(f["check"], f.get("node")): f["severity"] for f in findings}
+    severities = {(f["check"], f.get("node")): f["severity"] for f in preflight_findings(r)}
     assert severities[("feature_gate", None)] == "warning"
     assert severities[("container_runtime", "node01")] == "warning"
     assert severities[("container_runtime", "real01")] == "ok"
@@ -225,8 +226,7 @@ def test_kubernetes_135_with_the_gate_on_is_a_warning_and_installs(cluster_facto
     c = cluster_factory("k8s-1.35-gate-on", **REAL_135, CLUSTER_FEATURE_GATES="DRAConsumableCapacity=true")
     r = run_playbook(c, "install")
     assert r.rc == 0, r
-    version = [f for f in r.result("Check the cluster's prerequisites")["findings"]
-               if f["check"] == "server_version"][0]
+    version = [f for f in preflight_findings(r) if f["check"] == "server_version"][0]
     assert version["severity"] == "warning" and "DRAConsumableCapacity" in version["message"], version
     assert r.fact("dra_cpu_topology")["max_vm_host_cpus"] == 6
     v = run_playbook(c, "verify")
