@@ -13,7 +13,7 @@ COLL_BUILD := $(SANITY_ROOT)/ansible_collections/kubevirtci/dra_cpu
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: build-first build-binaries build-1.35 build-1.37 build-helm-old build-real-node newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: build-first build-binaries build-1.35 build-1.37 build-helm-old build-real-node build-cri-o newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration integration-real-nodes integration-others molecule docs-check bench clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
@@ -35,11 +35,15 @@ build-first: deps           ## what every test cluster needs: etcd, helm, Kubern
 build-binaries:
 	@tests/cluster/build.sh all >/dev/null
 	@tests/cluster/build.sh real-node >/dev/null
+	@tests/cluster/build.sh cri-o >/dev/null
 	@tests/cluster/build.sh helm-old >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh real-node >/dev/null
 	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh kubernetes >/dev/null
 	@CLUSTER_K8S_VERSION=v1.35.4 tests/cluster/build.sh real-node >/dev/null
+
+build-cri-o: deps          ## CRI-O v1.36.3 + pinns for real nodes with `runtime: cri-o` (part of build; cached; conmon is Debian's)
+	tests/cluster/build.sh cri-o
 
 build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
 	tests/cluster/build.sh helm-old
@@ -47,7 +51,7 @@ build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/
 build-real-node: deps       ## kubelet, containerd, runc, CNI plugins, crane, pause for CLUSTER_REAL_NODES (part of build; cached; ~5 min first time)
 	tests/cluster/build.sh real-node
 
-cluster-up: build-first     ## start the hermetic test cluster (idempotent; real nodes build their binaries on first use)
+cluster-up: build-first     ## start the hermetic test cluster, `make demo`'s: one real node real01, no simulated one (CLUSTER_NODES=N adds simulated ones; idempotent; the real node's binaries build on first use)
 	@$(CLUSTER) up
 
 cluster-down: deps          ## stop it and remove everything it started
@@ -70,8 +74,9 @@ sanity: deps                ## ansible-test sanity on a copy laid out as ansible
 	cd $(COLL_BUILD) && $(CURDIR)/$(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no \
 	  $(SANITY_EXCLUDES)
 
-lint: deps                  ## ansible-lint (production profile), README variables, antsibull-docs lint
+lint: deps                  ## ansible-lint (production profile), README variables, antsibull-docs lint, mypy (mypy.ini)
 	$(VENV)/bin/ansible-lint
+	$(VENV)/bin/mypy
 	$(PY) hack/check_variables.py
 	VENV=$(VENV) hack/lint_collection_docs.sh
 

@@ -52,7 +52,10 @@ class Cluster:
         self.nodes = nodes
         self.knobs = {
             "CLUSTER_STATE_DIR": state_dir,
+            # simulated nodes only (not the default, one real node): 1,000 nodes are more than this
+            # machine can run as real kubelets
             "CLUSTER_NODES": str(nodes),
+            "CLUSTER_REAL_NODES": "0",
             "CLUSTER_SIMULATE_DRIVER": "true" if simulate_driver else "false",
             "KUBEVIRT_NUM_VCPU": str(vcpu),
             "KUBEVIRT_NUM_NUMA_NODES": str(numa),

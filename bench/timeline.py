@@ -1,8 +1,9 @@
 """Publication timelines (pure: no cluster I/O).
 
-A scenario is a seeded schedule of ResourceSlice operations relative to t0. Slices are built with
-tests/cluster/sim/sim_slices.py (the same builder the simulated driver uses), so their shape is the
-driver's: one pool per node named after it, devices per NUMA cell, chunking by the builder.
+A scenario is a seeded schedule of ResourceSlice operations relative to t0. Slices come from
+driver_slices.py (devices and chunks from the Go test driver, the only implementation of upstream's
+rules), so their shape is the driver's: one pool per node named after it, devices per NUMA cell,
+the driver's chunking.
 
 Every schedule is *monotone*: the ground truth "every target node has a complete pool at its
 highest generation" becomes true exactly once, after the last event marked ``required`` (or never,
@@ -19,14 +20,11 @@ import sys
 from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-SIM = os.path.join(REPO, "tests", "cluster", "sim")
-if SIM not in sys.path:
-    sys.path.insert(0, SIM)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
 
-import sim_config  # noqa: E402  (tests/cluster/sim, owned by the simulator's author: reused, not copied)
-import sim_slices  # noqa: E402
-import sim_topology  # noqa: E402
+import driver_slices  # noqa: E402
+import sim_node_specs  # noqa: E402  (tests/cluster/sim on sys.path through driver_slices: node names)
 
 VCPU = 48                      # CPUs per simulated node (both cell counts split these evenly)
 RESERVED = [0, 1]              # the shell installer's default DRA_CPU_RESERVED_CPUS=0-1
@@ -101,14 +99,12 @@ class Scenario:
 
 
 def node_name(i):
-    return sim_topology.node_name(i) if hasattr(sim_topology, "node_name") else f"node{i:02d}"
+    return sim_node_specs.node_name(i)
 
 
 def pool_slices(node, uid, cells, generation=1, reserved=None, min_chunks=1, mode="grouped", cpus=VCPU):
-    topo = sim_topology.build_topology(cpus=cpus, numa_nodes=cells)
-    cfg = sim_config.DriverConfig(cpu_device_mode=mode, reserved_cpus=list(RESERVED if reserved is None else reserved),
-                                  flavor="main")
-    return sim_slices.build_slices(topo, cfg, node, uid, generation, min_chunks=min_chunks)
+    return driver_slices.pool_slices(node, uid, cpus, cells, generation, RESERVED if reserved is None else reserved,
+                                     mode, min_chunks=min_chunks)
 
 
 def build(kind, nodes, cells, seed, span=20.0, uids=None):

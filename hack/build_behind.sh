@@ -4,7 +4,7 @@
 # 7), so the unit, sanity and lint stages and the first integration tests run while Kubernetes
 # compiles. Not the lowest: on a new machine the build is the critical path (the session cluster's
 # real node, molecule's 1.37.2, the 1.35 tests wait for it), and at nice 19 beside the two lanes
-# Kubernetes 1.37.2 took 986 s instead of about 300 s alone (docs/test-cluster.md). A stage that
+# Kubernetes 1.37.2 took 986 s instead of about 300 s alone (tests/cluster/test-cluster.md). A stage that
 # needs a binary asks tests/cluster/build.sh for it, which waits for the build behind (one flock per output directory)
 # or builds it itself; nothing here decides what is built or in which order (the Makefile does).
 # With everything cached the build behind ends within a second.

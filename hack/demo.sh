@@ -19,7 +19,8 @@ for v in $(compgen -e); do
 done
 export PATH="$top/.venv/bin:$PATH" ANSIBLE_CONFIG="$top/ansible.cfg" CLUSTER_STATE_DIR="$state"
 export KUBEVIRT_USE_DRA_CPU=true
-export CLUSTER_NODES=${CLUSTER_NODES:-0} CLUSTER_REAL_NODES=${CLUSTER_REAL_NODES:-1}
+# the nodes: cluster.py's own defaults (one real node, no simulated one), or what the caller set; a
+# cluster already up in the state dir keeps the knobs the caller does not set (cluster.py's rule)
 
 echo "== bringing up the local test cluster in $state (binaries are built once and cached)"
 tests/cluster/build.sh all >/dev/null

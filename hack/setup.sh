@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, idempotent and quiet on a second run:
-#  - Debian packages the test cluster uses (docker-registry, iproute2, openssl, time) and shellcheck
+#  - Debian packages the test cluster uses (docker-registry, iproute2, openssl, time, iptables, conmon,
+#    busybox-static) and shellcheck
 #  - the Python virtualenv with the pinned Ansible bundle and test tools (.venv)
 #  - the collection symlink that makes the checkout importable as kubevirtci.dra_cpu
 # Knobs: PYTHON (interpreter for the venv, default python3.11 from pyenv if present),
@@ -20,6 +21,13 @@ if [ "${SETUP_SKIP_APT:-false}" != true ]; then
   command -v shellcheck >/dev/null || need+=(shellcheck)
   # the real nodes' kube-proxy (tests/cluster/cluster_kube_proxy.py) programs iptables (nf_tables backend)
   command -v iptables >/dev/null || need+=(iptables)
+  # the CRI-O real nodes' container monitor (tests/cluster/cluster_real_node.py, runtime cri-o):
+  # bookworm's conmon 2.1.6+ds1-1, the version those nodes were measured with; their OCI runtime is
+  # Debian's runc, unpacked by tests/cluster/build.sh runc (pinned there), as for containerd nodes
+  [ -x /usr/bin/conmon ] || need+=(conmon=2.1.6+ds1-1)
+  # the real nodes' busybox image (verify's default test image, tests/cluster/cluster_images.py): the
+  # static binary, which runs in an image of its own
+  dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing Debian packages: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -13,23 +13,26 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.local_first import LocalFirstAction
+from typing import Any
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.local_first import LocalFirstAction
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.fetch import run_subprocess
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.stage import argument_spec, chart_result
 
 MODULE = "kubevirtci.dra_cpu.chart_layout"
 
 
-def run_local(args, check_mode=False, environment=None):
+def run_local(args: dict[str, Any], check_mode: bool = False,
+              environment: dict[str, Any] | None = None) -> dict[str, Any]:
     """The module's result for task ``args``, computed in this process."""
     checked = ArgumentSpecValidator(argument_spec()).validate(dict(args or {}))
     if checked.error_messages:
         return {"failed": True, "msg": "; ".join(checked.error_messages)}
     base = dict(environment or {})
 
-    def run(argv, env):
+    def run(argv: list[str], env: dict[str, str] | None) -> tuple[int, str, str]:
         return run_subprocess(argv, dict(base, **(env or {})))
 
     return chart_result(checked.validated_parameters, run, check_mode)
@@ -38,7 +41,7 @@ def run_local(args, check_mode=False, environment=None):
 class ActionModule(LocalFirstAction):
     MODULE = MODULE
 
-    def run_local(self, args, task_vars):
-        environment = {}
+    def run_local(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+        environment: dict[str, Any] = {}
         self._compute_environment_string(raw_environment_out=environment)
         return run_local(args, check_mode=bool(self._task.check_mode), environment=environment)

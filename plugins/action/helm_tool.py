@@ -12,9 +12,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.local_first import LocalFirstAction
+from typing import Any
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.local_first import LocalFirstAction
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.find import (
     argument_spec,
     helm_tool,
@@ -24,7 +26,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.find impor
 MODULE = "kubevirtci.dra_cpu.helm_tool"
 
 
-def run_local(args, check_mode=False, **kwargs):
+def run_local(args: dict[str, Any], check_mode: bool = False, **kwargs: Any) -> dict[str, Any]:
     """The module's result for task ``args``, computed in this process (``kwargs``: helm_tool's I/O)."""
     checked = ArgumentSpecValidator(argument_spec()).validate(dict(args or {}))
     if checked.error_messages:
@@ -38,5 +40,5 @@ class ActionModule(LocalFirstAction):
     MODULE = MODULE
     _supports_check_mode = True
 
-    def run_local(self, args, task_vars):
+    def run_local(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
         return run_local(args, check_mode=bool(self._task.check_mode))

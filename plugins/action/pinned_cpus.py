@@ -9,9 +9,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any
+
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import run_action
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.pinned import argument_spec, run_pinned_cpus
 
@@ -21,7 +24,7 @@ MODULE = "kubevirtci.dra_cpu.pinned_cpus"
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         result.update(run_action(self, MODULE, argument_spec(), run_pinned_cpus, get_api_client, task_vars))

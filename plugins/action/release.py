@@ -21,11 +21,12 @@ __metaclass__ = type
 import os
 import re
 import time
+from typing import Any, NoReturn
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed as inst
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed as inst
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import plan as release_plan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.spec import HELM_AUTH_OPTIONS, argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.uninstall import UninstallSteps
@@ -46,13 +47,13 @@ POLL_SECONDS = 3
 
 
 class StageFailed(Exception):
-    def __init__(self, msg, result=None):
+    def __init__(self, msg: str, result: dict[str, Any] | None = None) -> None:
         super(StageFailed, self).__init__(msg)
         self.msg = msg
         self.result = result or {}
 
 
-def chart_version_of(chart, version_hint=""):
+def chart_version_of(chart: str, version_hint: str = "") -> str:
     """The version in helm_info's ``chart`` (``<name>-<version>``)."""
     chart = str(chart or "")
     if version_hint and chart.endswith("-" + version_hint):
@@ -61,12 +62,13 @@ def chart_version_of(chart, version_hint=""):
     return found.group(1) if found else ""
 
 
-def release_from_helm_info(status, version_hint=""):
+def release_from_helm_info(status: dict[str, Any] | None, version_hint: str = "") -> dict[str, Any]:
     """``release_state``'s shape from kubernetes.core.helm_info's ``status`` ({} for none)."""
     if not status:
         return {}
     try:
-        revision = int(status.get("revision"))
+        raw: Any = status.get("revision")
+        revision: int | None = int(raw)
     except (TypeError, ValueError):
         revision = None
     chart = str(status.get("chart") or "")
@@ -76,19 +78,19 @@ def release_from_helm_info(status, version_hint=""):
             "values_sha256": inst.values_digest(status.get("values")) if "values" in status else ""}
 
 
-def image_line(chart, image, chart_values):
+def image_line(chart: dict[str, Any], image: str, chart_values: dict[str, Any]) -> tuple[str, str]:
     source = ("dra_cpu_image" if image
               else ("dra_cpu_chart_values" if (chart_values or {}).get("image") else "the chart's default"))
     shown = chart.get("image") or image or "the chart's default (not read: no helm in check mode)"
     return shown, source
 
 
-def image_report(image, source):
+def image_report(image: str, source: str) -> str:
     """``image (<where it comes from>): <image>``, the image last (no blanks: not folded)."""
     return "image (%s): %s" % (source, image)
 
 
-def chart_and_image(chart_lines, image, source):
+def chart_and_image(chart_lines: list[str], image: str, source: str) -> list[str]:
     """The chart stage's lines with the image joined onto the first (``chart 0.3.0 (values onto
     driverConfig.*), image (...): <image>``): one line for what is installed."""
     if not chart_lines:
@@ -96,7 +98,7 @@ def chart_and_image(chart_lines, image, source):
     return ["%s, %s" % (chart_lines[0], image_report(image, source))] + chart_lines[1:]
 
 
-def label_report(labels, params):
+def label_report(labels: dict[str, Any], params: dict[str, Any]) -> str:
     """The labels set on the namespace, in words: the Pod Security ones and the owner label."""
     psa = params.get("namespace_labels") or {}
     owner = params.get("owner_label") or {}
@@ -113,28 +115,28 @@ class ActionModule(UninstallSteps, ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
 
-    def _module(self, name, args, task_vars):
+    def _module(self, name: str, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
         self._started.append(name)
         return self._execute_module(module_name=name, module_args=args, task_vars=task_vars)
 
     @staticmethod
-    def _fail(msg):
+    def _fail(msg: str) -> NoReturn:
         raise StageFailed(msg)
 
-    def _checked(self, name, args, task_vars, what):
+    def _checked(self, name: str, args: dict[str, Any], task_vars: dict[str, Any] | None, what: str) -> dict[str, Any]:
         result = self._module(name, args, task_vars)
         if result.get("failed"):
             raise StageFailed("%s: %s" % (what, result.get("msg") or "%s failed" % name), result)
         return result
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         checked = ArgumentSpecValidator(argument_spec(AUTH_ARG_SPEC)).validate(dict(self._task.args or {}))
         if checked.error_messages:
             result.update(failed=True, msg="; ".join(checked.error_messages))
             return result
-        self._started = []
+        self._started: list[str] = []
         try:
             result.update(self._release(checked.validated_parameters, task_vars or {}))
         except StageFailed as exc:
@@ -146,7 +148,7 @@ class ActionModule(UninstallSteps, ActionBase):
 
     # ------------------------------------------------------------------ the stage
 
-    def _release(self, p, task_vars):
+    def _release(self, p: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
         check = bool(self._task.check_mode)
         # only the cluster options the task was given (module_defaults included): kubernetes.core's
         # modules resolve the rest themselves (K8S_AUTH_*, KUBECONFIG, ~/.kube/config)
@@ -182,12 +184,12 @@ class ActionModule(UninstallSteps, ActionBase):
             "name": name, "namespace": ns, "chart_version": want_version, "values": values,
             "psa_labels": p["namespace_labels"], "owner_label": p["owner_label"]}, recover=p["recover"])
         image, source = image_line(chart, p["image"], p["chart_values"])
-        lines = []
+        lines: list[str] = []
         # the chart stage's own lines (a list; one str from older chart_layout results)
         chart_lines = chart.get("report") or []
         chart_lines = [str(x) for x in ([chart_lines] if isinstance(chart_lines, str) else chart_lines)]
 
-        def report(action, revision):
+        def report(action: str, revision: int | None) -> list[str]:
             version = want_version or plan["release"]["chart_version"] or "newest"
             # short enough not to be folded in the play's output; the chart's version is on its line
             head = "release %s (namespace %s): %s%s" % (
@@ -217,7 +219,7 @@ class ActionModule(UninstallSteps, ActionBase):
                 done_verb = "created" if verb == "create" else "labelled"
                 lines.append("namespace %s: %s with %s" % (ns, done_verb, label_report(labels, p)))
 
-        out = {"plan": public_plan, "values": values, "image": image, "image_source": source}
+        out: dict[str, Any] = {"plan": public_plan, "values": values, "image": image, "image_source": source}
         # 2. helm not there (check mode before the download): nothing to compare with
         if helm_missing:
             out.update(action="would install or upgrade", revision=plan["release"]["revision"], changed=changed,
@@ -265,27 +267,28 @@ class ActionModule(UninstallSteps, ActionBase):
                    report=report(action, revision))
         return self._done(out)
 
-    def _done(self, out):
+    def _done(self, out: dict[str, Any]) -> dict[str, Any]:
         out["modules"] = list(self._started)
         out["msg"] = "\n".join(out["report"])
         return out
 
     @staticmethod
-    def _revision(status, default):
+    def _revision(status: dict[str, Any] | None, default: int | None) -> int | None:
+        raw: Any = (status or {}).get("revision")
         try:
-            return int((status or {}).get("revision"))
+            return int(raw)
         except (TypeError, ValueError):
             return default
 
     # ------------------------------------------------------------------ the steps
 
-    def _namespace(self, ns, auth, task_vars):
+    def _namespace(self, ns: str, auth: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any] | None:
         found = self._checked(K8S_INFO, dict(auth, api_version="v1", kind="Namespace", name=ns), task_vars,
                               "cannot read namespace %s" % ns)
         resources = found.get("resources") or []
         return resources[0] if resources else None
 
-    def _wait_gone(self, ns, auth, seconds, task_vars):
+    def _wait_gone(self, ns: str, auth: dict[str, Any], seconds: int, task_vars: dict[str, Any] | None) -> None:
         deadline = time.time() + max(int(seconds or 0), POLL_SECONDS)
         while True:
             if self._namespace(ns, auth, task_vars) is None:
@@ -295,7 +298,8 @@ class ActionModule(UninstallSteps, ActionBase):
                                   "into it; re-run once it is gone" % (ns, int(seconds or 0)))
             time.sleep(POLL_SECONDS)
 
-    def _recover(self, how, p, name, ns, helm, helm_auth, auth, task_vars):
+    def _recover(self, how: str, p: dict[str, Any], name: str, ns: str, helm: dict[str, Any], helm_auth: dict[str, Any],
+                 auth: dict[str, Any], task_vars: dict[str, Any] | None) -> None:
         if how == release_plan.UNINSTALL:
             # the half-installed release goes; it is installed again right after
             self._checked(HELM, dict(helm_auth, release_state="absent", release_name=name, release_namespace=ns,

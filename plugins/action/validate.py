@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any
+
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.local_first import LocalFirstAction
@@ -23,7 +25,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.settin
 MODULE = "kubevirtci.dra_cpu.validate"
 
 
-def run_local(args):
+def run_local(args: dict[str, Any]) -> dict[str, Any]:
     """The module's result for task ``args``, computed in this process."""
     checked = ArgumentSpecValidator(argument_spec()).validate(dict(args or {}))
     if checked.error_messages:
@@ -34,10 +36,10 @@ def run_local(args):
 class ActionModule(LocalFirstAction):
     MODULE = MODULE
 
-    def run_local(self, args, task_vars):
+    def run_local(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
         return run_local(args)
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super(ActionModule, self).run(tmp, task_vars)
         if result.get("skipped"):
             # the gate is off: the one line of the run that says why nothing happens is shown

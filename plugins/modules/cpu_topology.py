@@ -35,7 +35,10 @@ description:
   - With O(expected_cells_per_node), O(expected_cpus_per_node) and O(reserved_cpus) it checks the published
     topology against the kubevirtci sizing rule (per cell V/N minus the reserved CPUs in that cell, cells
     contiguous) and fails with the numbers on a mismatch; with O(min_cell_cpus) it fails when no cell can hold
-    a claim of that many CPUs (more than C(max_vm_host_cpus)).
+    a claim of that many CPUs (more than C(max_vm_host_cpus)), naming each node's cells.
+  - C(max_vm_vcpus), C(max_vm_vcpus_isolated_emulator_thread) and C(max_vm_vcpus_even_parity) give the largest
+    VM in KubeVirt's terms, whose claim of C(hostCPUs = vCPUs + IO threads + emulator-thread CPUs) is at most
+    C(max_vm_host_cpus) (no IO threads; each takes one more host CPU).
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - kubevirtci.dra_cpu.read_only
@@ -87,7 +90,10 @@ options:
     type: str
     default: ''
   min_cell_cpus:
-    description: Fail unless a claim of this many CPUs fits in one cell (at most C(max_vm_host_cpus)).
+    description:
+      - Fail unless a claim of this many CPUs fits in one cell (at most C(max_vm_host_cpus)); the message names
+        each node's cells. Unset or 0 checks nothing; the role passes C(dra_cpu_min_cell_cpus), 1 by default, so
+        an install after which no cell holds a CPU fails.
     type: int
   log_lines:
     description: Log lines of each failing node's driver pod to show on timeout.
@@ -236,6 +242,27 @@ ansible_facts:
           description: Largest claim the API allocates on one node (grouped mode, the same as C(max_vm_host_cpus)).
           type: int
           sample: 6
+        max_vm_vcpus:
+          description:
+            - Largest VM, in vCPUs, whose KubeVirt claim fits in C(max_vm_host_cpus) without
+              C(isolateEmulatorThread) (C(hostCPUs = vCPUs + IO threads + emulator-thread CPUs); no IO threads,
+              each takes one more host CPU). The same number as C(max_vm_host_cpus); 0 when no VM fits.
+          type: int
+          sample: 6
+          version_added: 0.1.0
+        max_vm_vcpus_isolated_emulator_thread:
+          description: The same with C(isolateEmulatorThread) (the emulator thread takes 1 host CPU); 0 when no VM fits.
+          type: int
+          sample: 5
+          version_added: 0.1.0
+        max_vm_vcpus_even_parity:
+          description:
+            - The same with C(isolateEmulatorThread) and KubeVirt's even parity (the
+              C(alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity) annotation, from the C(AlignCPUs) feature
+              gate), where the emulator thread takes 2 host CPUs when vCPUs + IO threads is even; 0 when no VM fits.
+          type: int
+          sample: 5
+          version_added: 0.1.0
         claim_device_limit:
           description: Most devices the API allocates to one claim (C(AllocationResultsMaxSize), 32).
           type: int
@@ -254,6 +281,8 @@ summary:
       and, with more than one node, the largest and smallest cells; one line per list item (the role prints it as it is). Rows for at
       most 50 nodes; one line counts the others (their cells are in the fact).
     - The largest VM is one line in grouped mode; in individual mode, one for the node and one NUMA-aligned.
+      Each gives it in host CPUs, then in KubeVirt's vCPUs without and with C(isolateEmulatorThread), and with
+      it and even parity.
   returned: success
   type: list
   elements: str
@@ -262,7 +291,7 @@ summary:
     - "node01     0  cpudevnuma000         4"
     - "node01     1  cpudevnuma001         6"
     - "node01  total                       10"
-    - "largest VM that fits: 6 host CPUs, all from one device (one NUMA cell)"
+    - "largest VM that fits: 6 host CPUs, all from one device (one NUMA cell) = 6 vCPUs, 5 with isolateEmulatorThread (5 with even parity)"
 targets:
   description: The nodes waited for (deleted nodes removed).
   returned: always

@@ -36,7 +36,10 @@ options:
     default: ''
   group_by:
     description:
-      - How grouped-mode devices are formed; empty keeps the chart default (V(numanode)).
+      - How grouped-mode devices are formed, V(numanode) or V(socket); empty keeps the chart default (V(numanode)).
+      - V(machine), which the driver knows, is refused with O(state=present) (also as a C(groupBy) in
+        O(chart_values)) - upstream dra-driver-cpu prepares a claim on the machine device only with an opaque
+        cpuset configuration that an external scheduler adds, so a KubeVirt claim fails at NodePrepareResources.
       - Role variable C(dra_cpu_group_by).
     type: str
     default: ''
@@ -135,7 +138,8 @@ options:
     default: present
   min_cell_cpus:
     description:
-      - Smallest largest-cell size the install needs, 0 or empty to skip. Role variable C(dra_cpu_min_cell_cpus).
+      - Smallest largest-cell size the install needs, 0 or empty to skip. Role variable C(dra_cpu_min_cell_cpus)
+        (1 by default, the role's default).
     type: raw
   kubeconfig:
     description:

@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any
+
 from ansible.plugins.action import ActionBase
 
 
@@ -19,12 +21,12 @@ class LocalFirstAction(ActionBase):
     """Subclasses set ``MODULE`` and implement ``run_local(args, task_vars)`` -> the module's result."""
 
     TRANSFERS_FILES = False
-    MODULE = None
+    MODULE: str | None = None
 
-    def run_local(self, args, task_vars):
+    def run_local(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
         raise NotImplementedError
 
-    def run(self, tmp=None, task_vars=None):
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super(LocalFirstAction, self).run(tmp, task_vars)
         del tmp
         if self._connection.transport != "local":

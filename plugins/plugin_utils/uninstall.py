@@ -17,8 +17,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import time
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed as inst
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed as inst
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import uninstall as plan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import DEFAULT_DRIVER
 
@@ -33,7 +34,20 @@ class UninstallSteps(object):
     """Needs the action's ``_checked(name, args, task_vars, what)``, ``_namespace(ns, auth,
     task_vars)``, ``_fail(msg)`` and ``_task``."""
 
-    def _uninstall(self, p, auth, helm_auth, task_vars):
+    if TYPE_CHECKING:  # what plugins/action/release.py's ActionModule provides
+        _task: Any
+
+        def _checked(self, name: str, args: dict[str, Any], task_vars: dict[str, Any] | None,
+                     what: str) -> dict[str, Any]: ...
+
+        def _namespace(self, ns: str, auth: dict[str, Any],
+                       task_vars: dict[str, Any] | None) -> dict[str, Any] | None: ...
+
+        @staticmethod
+        def _fail(msg: str) -> NoReturn: ...
+
+    def _uninstall(self, p: dict[str, Any], auth: dict[str, Any], helm_auth: dict[str, Any],
+                   task_vars: dict[str, Any] | None) -> dict[str, Any]:
         check = bool(self._task.check_mode)
         name, ns, timeout = p["release_name"], p["namespace"], p["uninstall_timeout"]
         installed = dict(p["installed"]) if (p["installed"] or {}).get("readable") else {}
@@ -75,7 +89,7 @@ class UninstallSteps(object):
             lines.append(steps["namespace_line"])
         return {"action": action, "changed": changed, "report": lines}
 
-    def _wait_slices_gone(self, auth, timeout, task_vars):
+    def _wait_slices_gone(self, auth: dict[str, Any], timeout: int, task_vars: dict[str, Any] | None) -> None:
         """Until no ResourceSlice of the driver is left; fails after ``timeout`` seconds naming their nodes."""
         deadline = time.time() + timeout
         while True:

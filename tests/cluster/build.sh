@@ -9,6 +9,9 @@
 #   shim + ctr, runc (Debian's, unpacked), CNI plugins, crane, the pause binary, kube-proxy and the
 #   project's driver (tests/cluster/driver), one directory per line; `make build-real-node` builds it)
 #   (runc: only real-node's runc, unpacked from Debian's package)
+#   (cri-o, not part of all or real-node: crio v1.36.3 and its pinns, for real nodes whose spec says
+#   `runtime: cri-o`; one directory; `make build-cri-o` builds it, conmon comes from Debian)
+#   (driver: only the project's driver, whose `dracpu publish` the simulator runs for simulated nodes)
 #
 # Knobs: CLUSTER_K8S_VERSION (v1.36.3), CLUSTER_ETCD_VERSION (from tools/etcd/go.mod),
 #        CLUSTER_RUNC_DEB_VERSION (1.1.5+ds1-1+deb12u1, Debian bookworm's runc; real-node),
@@ -28,11 +31,13 @@ mod_version() { # module path, go.mod -> pinned version
 go_build() { # name, module dir, out dir, extra -ldflags, packages...
   # .complete holds the build recipe (ldflags); a different recipe rebuilds (mostly a relink: the
   # Go build cache keeps the compiled packages)
-  # GO_BUILD_TAGS (environment): -tags for this build, part of the recipe
+  # GO_BUILD_TAGS (environment): -tags for this build, part of the recipe; GO_CGO=1: a cgo build
+  # (CRI-O), also part of the recipe
   local name=$1 dir=$2 out=$3 xflags=$4; shift 4
-  local tags=${GO_BUILD_TAGS:-}
+  local tags=${GO_BUILD_TAGS:-} cgo=${GO_CGO:-0}
   local ldflags="-s -w${xflags:+ $xflags}"
   local recipe="$ldflags${tags:+ tags=$tags}"
+  [ "$cgo" = 0 ] || recipe+=" cgo=$cgo"
   if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$recipe" ]; then return 0; fi
   mkdir -p "$out"
   # one build per output dir at a time: a second caller waits, then finds it complete
@@ -46,7 +51,7 @@ go_build() { # name, module dir, out dir, extra -ldflags, packages...
   [ -f "$out/.build-stats" ] && mv -f "$out/.build-stats" "$out/.build-stats.prev"
   rm -rf "$out/.new" && mkdir -p "$out/.new"
   local start=$SECONDS
-  ( cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 /usr/bin/time -f "%e s wall, %M KiB peak RSS" \
+  ( cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=$cgo /usr/bin/time -f "%e s wall, %M KiB peak RSS" \
       -o "$out/.build-stats" go build -trimpath ${tags:+-tags "$tags"} -ldflags="$ldflags" -o "$out/.new/" "$@" ) &
   local pid=$! said=$SECONDS
   # look every second (a 30-second sleep made every build last at least 30 s: about 170 s of a new
@@ -202,6 +207,32 @@ build_runc() { # Debian's runc, pinned (dynamically linked against libseccomp2, 
   echo "$out"
 }
 
+build_crio() { # CRI-O for the real nodes that run it instead of containerd (node spec `runtime: cri-o`):
+  # crio from tools/cri-o-v1.36.3 (cgo; the tags need no libseccomp, gpgme or btrfs headers, so
+  # seccomp is off), then pinns (C, the same module's pinns/, static, the system compiler) beside it.
+  # conmon is Debian's (hack/setup.sh), the OCI runtime Debian's runc (build_runc).
+  local dir="$here/tools/cri-o-v1.36.3" v out src
+  v=$(mod_version github.com/cri-o/cri-o "$dir/go.mod")
+  out="$cache/cri-o/$v"
+  GO_CGO=1 GO_BUILD_TAGS="containers_image_ostree_stub exclude_graphdriver_btrfs containers_image_openpgp" \
+    go_build "cri-o $v" "$dir" "$out" "" github.com/cri-o/cri-o/cmd/crio
+  if [ ! -x "$out/pinns" ]; then
+    exec 7>"$out.pinns.lock"
+    flock 7
+    if [ ! -x "$out/pinns" ]; then
+      src=$(cd "$dir" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/cri-o/cri-o)
+      log "building pinns $v (C, $src/pinns) into $out"
+      rm -rf "$out/.pinns" && mkdir -p "$out/.pinns" && cp -r "$src/pinns/." "$out/.pinns/" && chmod -R u+w "$out/.pinns"
+      ( cd "$out/.pinns" && /usr/bin/time -f "%e s wall, %M KiB peak RSS" -o "$out/.build-stats-pinns" \
+          make -s >&2 ) || { echo "pinns build failed (gcc, libc6-dev for -static?)" >&2; exit 2; }
+      mv -f "$out/bin/pinns" "$out/pinns" && rmdir "$out/bin" && rm -rf "$out/.pinns"
+      log "pinns built: $(cat "$out/.build-stats-pinns")"
+    fi
+    exec 7>&-
+  fi
+  echo "$out"
+}
+
 build_real_node() { # one line per directory: kubelet containerd runc cni crane pause kube-proxy driver
   build_kubelet; build_containerd; build_runc; build_cni; build_crane; build_pause; build_kube_proxy; build_driver
 }
@@ -213,6 +244,8 @@ case "$what" in
   kubernetes) build_kubernetes ;;
   real-node) build_real_node ;;
   runc) build_runc ;;
+  cri-o) build_crio ;;
+  driver) build_driver ;;
   all) build_etcd; build_helm; build_kubernetes ;;
-  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes|real-node|runc]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes|real-node|runc|cri-o|driver]" >&2; exit 2 ;;
 esac

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """The hermetic test cluster: real etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-helm and OCI registry on loopback; simulated nodes/pods/driver (tests/cluster/sim/).
+helm and OCI registry on loopback. By default one real node, real01 (a real kubelet + containerd on a
+fake CPU sysfs tree, the project's driver a real kubelet plugin: cluster_real_node.py), as `make
+demo` runs; simulated nodes (tests/cluster/sim/) only with CLUSTER_NODES > 0, for what a real node
+cannot be (other runtimes, the 1,000-node benchmark).
 
     cluster.py up       start it (idempotent); prints the `export ...` lines of <state>/env
     cluster.py down     stop everything it started, remove the network namespace and veth

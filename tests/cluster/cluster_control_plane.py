@@ -46,9 +46,18 @@ def binaries(k8s_version):
     return dirs, helm_v, etcd_v
 
 
+def driver_binaries():
+    """The project's driver directory (build.sh driver; cached)."""
+    r = subprocess.run([BUILD_SH, "driver"], stdout=subprocess.PIPE, env=dict(os.environ, CLUSTER_CACHE_DIR=CACHE),
+                       text=True)
+    if r.returncode != 0:
+        die(f"build.sh driver failed (exit {r.returncode})")
+    return r.stdout.strip().splitlines()[-1]
+
+
 def check_node_counts(settings):
     """Dies (exit 2) unless CLUSTER_NODES and CLUSTER_REAL_NODES are whole numbers >= 0 adding up to
-    at least one node: called before anything is stopped or started."""
+    at least one node (the defaults, 0 and 1, do): called before anything is stopped or started."""
     try:
         sim, real = int(settings["CLUSTER_NODES"]), int(settings["CLUSTER_REAL_NODES"] or 0)
     except ValueError:
@@ -56,7 +65,8 @@ def check_node_counts(settings):
     if sim < 0 or real < 0 or sim + real < 1:
         die(f"CLUSTER_NODES={settings['CLUSTER_NODES']!r}, CLUSTER_REAL_NODES={settings['CLUSTER_REAL_NODES']!r}: "
             "both must be whole numbers >= 0 adding up to at least one node (CLUSTER_NODES=0 only with "
-            "CLUSTER_REAL_NODES >= 1)", 2)
+            "CLUSTER_REAL_NODES >= 1; the default is one real node and no simulated one, simulated nodes "
+            "instead: CLUSTER_NODES=1 CLUSTER_REAL_NODES=0)", 2)
 
 
 def start(settings):
@@ -223,6 +233,8 @@ def start(settings):
     elif os.path.exists(SIM_MAIN):
         env = dict(os.environ)
         env.update(settings)
+        if settings.get("CLUSTER_SIMULATE_DRIVER", "true").lower() in ("true", "1", "yes"):
+            env["CLUSTER_DRIVER_DIR"] = driver_binaries()   # its `dracpu publish` plays the nodes' drivers
         env.update({"KUBECONFIG": p("kubeconfig"), "CLUSTER_STATE_DIR": STATE, "CLUSTER_NETNS": netns_name(),
                     "CLUSTER_NETNS_IFACE": VETH_NS, "CLUSTER_NODE_CIDR": node_cidr, "CLUSTER_HOST_IP": host_ip,
                     "CLUSTER_CA_CERT": p("pki", "ca.crt"), "CLUSTER_CA_KEY": p("pki", "ca.key"),

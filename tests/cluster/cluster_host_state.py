@@ -17,22 +17,44 @@ import os
 from cluster_state import CACHE, STATE, read_json, write_file
 
 # fixed paths that collide between node pairs: each node bind-mounts its own directory over them
+# (/run/crio: a CRI-O node's socket, exit files, attach sockets and pinned namespaces: short paths,
+# a unix socket's may have 104 characters at most)
 FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
-         "/var/log/pods", "/var/log/containers"]
+         "/var/log/pods", "/var/log/containers", "/run/crio"]
 HOST_STATE = "/run/dracpu-real-nodes.json"   # shared by all state dirs
 SYSCTLS = ["net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
            "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
+# raised while real nodes run (the module docstring): kind's recommended values, far above what
+# both lanes of `make test` use at once (about 200 instances at the peak)
+FLOORS = {"fs/inotify/max_user_instances": 8192, "fs/inotify/max_user_watches": 524288}
+PROC_SYS = "/proc/sys/"
 
 
 def _read_sysctls():
     out = {}
-    for s in SYSCTLS:
+    for s in SYSCTLS + list(FLOORS):
         try:
-            with open("/proc/sys/" + s) as f:
+            with open(PROC_SYS + s) as f:
                 out[s] = f.read().strip()
         except OSError:
             pass
     return out
+
+
+def _raise_floors():
+    """FLOORS where the host is lower; returns the problems (a sysctl that could not be written)."""
+    problems = []
+    for k, floor in FLOORS.items():
+        try:
+            with open(PROC_SYS + k) as f:
+                if int(f.read().strip()) >= floor:
+                    continue
+            with open(PROC_SYS + k, "w") as f:
+                f.write(str(floor))
+        except (OSError, ValueError) as e:
+            problems.append(f"could not raise {k} to {floor} ({e}): a kubelet may exit at once with "
+                            "'inotify_init: too many open files' when many nodes run")
+    return problems
 
 
 def host_state(join):
@@ -48,14 +70,18 @@ def host_state(join):
         hs["users"] = [u for u in hs["users"] if u != STATE and os.path.exists(os.path.join(u, "real-nodes.json"))]
         if join:
             hs["users"].append(STATE)
+            # a FIXED path missing now is made and recorded too (one added to FIXED while another
+            # state dir, started by an older cluster.py, keeps the record open)
+            hs["created"] += [f for f in FIXED if not os.path.lexists(f) and f not in hs["created"]]
             for f in hs["created"]:
                 os.makedirs(f, exist_ok=True)
+            problems += _raise_floors()
         if hs["users"]:
             write_file(HOST_STATE, json.dumps(hs, indent=1))
         else:
             for k, v in hs["sysctls"].items():
                 try:
-                    with open("/proc/sys/" + k, "w") as f:
+                    with open(PROC_SYS + k, "w") as f:
                         f.write(v)
                 except OSError as e:
                     problems.append(f"sysctl {k}={v}: {e}")

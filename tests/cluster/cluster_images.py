@@ -1,6 +1,9 @@
 """Images the real nodes pull, built from the project's own sources and pushed to the local registry.
 
-Owns: the pause image (registry.k8s.io/pause:<tag> through the mirror) and the driver images, the
+Owns: the pause image (registry.k8s.io/pause:<tag> through the mirror), the busybox image verify's test
+pod runs by default (BUSYBOX_IMAGE, Kubernetes' own e2e busybox name: k8s.io/kubernetes
+test/utils/image/manifest.go, BusyBox = registry.k8s.io/e2e-test-images/busybox:1.37.0-1; built here from
+Debian's busybox-static, /bin/busybox and a symlink per applet) and the driver images, the
 project's simulated dra-driver-cpu (tests/cluster/driver, a real kubelet plugin), under every name
 the fixture charts use by default (read from their values.yaml and Chart.yaml), so unmodified charts
 pull them through containerd's mirror:
@@ -22,12 +25,16 @@ import yaml
 from cluster_state import CHARTS_DIR, p, run
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sim"))
-from sim_config import image_flavor  # noqa: E402  (the simulator's rule: flavour by image tag)
+from sim_driver_pod import image_flavor  # noqa: E402  (the flavour an image tag carries)
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 # the same image under the role's default dra_cpu_verify_image (playbooks/verify.yml's test pod)
 PAUSE_TAGS = ["3.10.1", "3.10"]
 HOST_ROOT = "/var/lib/kubelet/plugins/dracpu-host"
+# the role's default dra_cpu_verify_image (roles/dra_cpu/defaults/main.yml); the binary from Debian's
+# busybox-static (hack/setup.sh installs it)
+BUSYBOX_IMAGE = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+BUSYBOX_BINARY = "/bin/busybox"
 # besides each fixture chart's default (driver_images): the 0.2.0 release under its final name, for
 # a 0.3.0 chart pointed at tag v0.2.0 (repository path behind the mirror, tag)
 EXTRA_DRIVER_IMAGES = [("dra-driver-cpu/dra-driver-cpu", "v0.2.0")]
@@ -38,7 +45,7 @@ def driver_images(charts_dir=CHARTS_DIR):
     from its values.yaml (image.repository, image.tag, else Chart.yaml's appVersion), then
     EXTRA_DRIVER_IMAGES: the charts say which names the nodes pull, not a list kept by hand. The
     flavour (which release's flags and config.yaml the driver accepts) is the simulator's rule by
-    image tag, sim_config.image_flavor."""
+    image tag, sim_driver_pod.image_flavor."""
     images = []
     for version in sorted(os.listdir(charts_dir)):
         with open(os.path.join(charts_dir, version, "Chart.yaml")) as f:
@@ -78,6 +85,38 @@ def push_pause(dirs, registry):
     for ref in refs:
         _push(os.path.join(dirs["crane"], "crane"), layer, ref, "--entrypoint=/pause")
     return " ".join(refs)
+
+
+def busybox_layer(binary, layer, applets):
+    """A layer of /bin/busybox and /bin/<applet> -> busybox for each applet (sh, cat, grep, env, sleep, ...)."""
+    os.makedirs(os.path.dirname(layer), exist_ok=True)
+    with tarfile.open(layer, "w", format=tarfile.USTAR_FORMAT) as t:
+        d = tarfile.TarInfo("bin")
+        d.type, d.mode = tarfile.DIRTYPE, 0o755
+        t.addfile(d)
+        ti = t.gettarinfo(binary, arcname="bin/busybox")
+        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname, ti.mode = 0, 0, 0, "", "", 0o755
+        with open(binary, "rb") as f:
+            t.addfile(ti, f)
+        for name in sorted(set(applets) - {"busybox"}):
+            if "/" in name or not name:
+                continue
+            link = tarfile.TarInfo("bin/" + name)
+            link.type, link.linkname, link.mode = tarfile.SYMTYPE, "busybox", 0o777
+            t.addfile(link)
+    return layer
+
+
+def push_busybox(dirs, registry, binary=BUSYBOX_BINARY):
+    """BUSYBOX_IMAGE through the mirror (<registry>/e2e-test-images/busybox:<tag>), from Debian's static busybox."""
+    if not os.access(binary, os.X_OK):
+        raise SystemExit(f"{binary} is missing: install Debian's busybox-static (hack/setup.sh does)")
+    applets = run([binary, "--list"]).stdout.split()
+    layer = busybox_layer(binary, p("real-nodes", "busybox-layer.tar"), applets)
+    path = BUSYBOX_IMAGE.split("/", 1)[1]
+    ref = f"{registry}/{path}"
+    _push(os.path.join(dirs["crane"], "crane"), layer, ref, "--env=PATH=/bin")
+    return ref
 
 
 def push_driver(dirs, registry):

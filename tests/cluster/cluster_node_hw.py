@@ -32,8 +32,10 @@ from fake_sysfs import cpuinfo, write_tree  # noqa: E402
 from cluster_images import HOST_ROOT  # noqa: E402
 
 SPEC_KEYS = {"cpus", "numa_nodes", "cells", "sockets", "threads_per_core", "smt_control", "cpu_manager_policy",
-             "labels", "taints"}
+             "labels", "taints", "runtime", "kube_reserved_cpu", "system_reserved_cpu"}
 POLICIES = {"none", "static"}
+# the node's container runtime (cluster_real_node.py): containerd v2.4.2 (the default) or CRI-O v1.36.3
+RUNTIMES = {"containerd", "cri-o"}
 TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}   # core/v1 TaintEffect
 
 
@@ -58,7 +60,8 @@ def node_spec(settings, name):
     spec = {"cpus": int(settings.get("KUBEVIRT_NUM_VCPU") or 12),
             "numa_nodes": int(settings.get("KUBEVIRT_NUM_NUMA_NODES") or 2),
             "cells": None, "sockets": 1, "threads_per_core": 1, "smt_control": None,
-            "cpu_manager_policy": "none", "labels": {}, "taints": []}
+            "cpu_manager_policy": "none", "labels": {}, "taints": [], "runtime": "containerd",
+            "kube_reserved_cpu": None, "system_reserved_cpu": None}
     spec.update(ov)
     labels = spec["labels"]
     if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) and k
@@ -74,9 +77,22 @@ def node_spec(settings, name):
     if spec["cpu_manager_policy"] not in POLICIES:
         raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: cpu_manager_policy "
                         f"{spec['cpu_manager_policy']!r} is not one of {', '.join(sorted(POLICIES))}")
+    if spec["runtime"] not in RUNTIMES:
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: runtime {spec['runtime']!r} is not one of "
+                        f"{', '.join(sorted(RUNTIMES))}")
+    for key in ("kube_reserved_cpu", "system_reserved_cpu"):
+        if spec[key] is not None and not _cpu_quantity(spec[key]):
+            raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: {key} must be a CPU quantity such as "
+                            f"'500m' or '1', got {spec[key]!r}")
     if spec["smt_control"] is None:
         spec["smt_control"] = "on" if int(spec["threads_per_core"]) > 1 else "notsupported"
     return spec
+
+
+def _cpu_quantity(value):
+    """A CPU quantity the kubelet's kubeReserved/systemReserved take: '500m', '1', '1.5'."""
+    import re
+    return isinstance(value, str) and re.fullmatch(r"(?:[0-9]+m|[0-9]+(?:\.[0-9]+)?)", value) is not None
 
 
 def _taints_ok(taints):
@@ -129,7 +145,12 @@ def register_taints(spec):
 
 
 def kubelet_settings(spec):
-    """KubeletConfiguration keys decided by the spec: a static node reserves CPU 0 (the static policy needs one)."""
+    """KubeletConfiguration keys decided by the spec: a static node reserves CPU 0 (the static policy needs
+    reserved CPUs) unless the spec reserves them as kubevirtci's workers do, with kube_reserved_cpu /
+    system_reserved_cpu (kubeReserved / systemReserved cpu, e.g. 500m each: the static policy then
+    reserves ceil(1000m) = 1 CPU, CPU 0)."""
+    reserved = {k: {"cpu": spec[key]} for k, key in (("kubeReserved", "kube_reserved_cpu"),
+                                                      ("systemReserved", "system_reserved_cpu")) if spec.get(key)}
     if spec["cpu_manager_policy"] == "static":
-        return {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
-    return {"cpuManagerPolicy": "none"}
+        return {"cpuManagerPolicy": "static", **(reserved or {"reservedSystemCPUs": "0"})}
+    return {"cpuManagerPolicy": "none", **reserved}

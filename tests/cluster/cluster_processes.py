@@ -46,12 +46,23 @@ def proc_alive(name):
         return False
 
 
-def wait_for(what, fn, timeout, interval=0.2, proc=None):
+def exit_report(proc, logs=()):
+    """What `proc` and the programs it ran said last: the tail of its own log, then of each of
+    `logs` (the real nodes' containerd and kubelet, which log to files of their own)."""
+    out = f"last log lines of {proc}:\n{tail(p('logs', proc + '.log'))}"
+    for path in logs:
+        out += f"\nlast log lines of {os.path.basename(path)}:\n{tail(path)}"
+    return out
+
+
+def wait_for(what, fn, timeout, interval=0.2, proc=None, logs=()):
+    """Polls fn() until it is true; dies when `timeout` passes or `proc` exits, with the tails of its
+    log and of `logs` (exit_report)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
         if proc and not proc_alive(proc):
-            die(f"{what}: {proc} exited; last log lines:\n{tail(p('logs', proc + '.log'))}")
+            die(f"{what}: {proc} exited; {exit_report(proc, logs)}")
         try:
             if fn():
                 return
@@ -59,7 +70,7 @@ def wait_for(what, fn, timeout, interval=0.2, proc=None):
             last = e
         time.sleep(interval)
     die(f"timed out after {timeout}s waiting for {what} (last error: {last})"
-        + (f"; last log lines of {proc}:\n{tail(p('logs', proc + '.log'))}" if proc else ""))
+        + (f"; {exit_report(proc, logs)}" if proc else ""))
 
 
 def spawn(name, cmd, env=None, cwd=None):
@@ -103,21 +114,57 @@ def kill_group(name, grace=5.0):
         pass
 
 
+def marked(pid):
+    """True when process `pid` carries this state dir's id (ID_ENV=STATE) in its environment: every
+    process a component starts inherits it (spawn sets it)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"{ID_ENV}={STATE}".encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def stragglers():
     """Processes carrying this state dir's id in their environment (children that left the group)."""
     me = os.getpid()
-    needle = f"{ID_ENV}={STATE}".encode()
-    found = []
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) != me and marked(d)]
+
+
+def mntns_of(pid):
+    """Process `pid`'s mount namespace as /proc names it ('mnt:[4026532174]'), or None."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def wait_new_mntns(pid, timeout=10.0):
+    """The mount namespace `pid` moves to (an `unshare -m` it execs), once it differs from ours; None
+    if it exits or does not within `timeout`. A fixed sleep read the host's own namespace from a
+    process still starting, which `pids_in_mntns` would later have claimed whole."""
+    mine = mntns_of(os.getpid())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ns = mntns_of(pid)
+        if ns is None:
+            return None
+        if ns != mine:
+            return ns
+        time.sleep(0.02)
+    return None
+
+
+def pids_in_mntns(ns):
+    """The processes of this state dir (marked) in mount namespace `ns`. The number alone does not
+    name a namespace for long: once the last process of one exits, the kernel gives its number to
+    the next namespace made on the machine (the lowest free one, any type), so a teardown that
+    looked for the number alone SIGKILLed what another cluster had just started there (issue 30:
+    another lane's real node, as its run.sh unshared)."""
+    out = []
     for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == me:
-            continue
-        try:
-            with open(f"/proc/{d}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    found.append(int(d))
-        except OSError:
-            continue
-    return found
+        if d.isdigit() and int(d) != os.getpid() and mntns_of(d) == ns and marked(d):
+            out.append(int(d))
+    return out
 
 
 def kill_until_gone(find, rounds=3, pause=0.2):

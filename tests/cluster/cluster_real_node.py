@@ -35,16 +35,18 @@ import time
 
 import yaml
 
-from cluster_images import PAUSE_IMAGE, push_driver, push_pause
+from cluster_crio import CRIO_SOCK, crio_conf, crio_problem, registries_conf
+from cluster_images import BUSYBOX_IMAGE, PAUSE_IMAGE, push_busybox, push_driver, push_pause
 from cluster_host_state import FIXED, host_state
 from cluster_kube_proxy import start_kube_proxy, stop_kube_proxy
 from cluster_netns import api_from_netns, in_netns, ns_ip
 from cluster_node_hw import (SpecError, kubelet_flags, kubelet_settings, lay_out, node_spec, register_taints,
                              topology)
 from cluster_pki import kubeconfig
-from cluster_processes import kill_group, kill_until_gone, pidinfo, proc_alive, spawn, wait_for
+from cluster_processes import (kill_group, kill_until_gone, pidinfo, pids_in_mntns, proc_alive, spawn, wait_for,
+                               wait_new_mntns)
 from cluster_state import (
-    BUILD_SH, CACHE, SERVICE_CIDR, VETH_NS, die, free_port, http_get, log, netns_name, p, read_json, run,
+    BUILD_SH, CACHE, SERVICE_CIDR, STATE, VETH_NS, die, free_port, http_get, log, netns_name, p, read_json, run,
     short_hash, write_file,
 )
 
@@ -59,13 +61,16 @@ def node_names(settings):
 
 def host_problem(settings, mounts="/proc/self/mounts"):
     """Why this host cannot run the real nodes the settings ask for, or None: they need cgroup v1
-    hierarchies (the kubelet's cgroupfs driver with failCgroupV1 false, real-nodes.md). `cluster.py
-    up` asks before it stops or starts anything."""
+    hierarchies (the kubelet's cgroupfs driver with failCgroupV1 false, real-nodes.md), and a CRI-O
+    node needs Debian's conmon (crio_problem). `cluster.py up` asks before it stops or starts anything."""
     if not node_names(settings):
         return None
     with open(mounts) as f:
         if any(line.split()[2:3] == ["cgroup"] for line in f):
-            return None
+            try:   # a CRI-O node without conmon: said before anything stops or starts
+                return crio_problem({name: node_spec(settings, name) for name in node_names(settings)})
+            except SpecError:
+                return None   # start_real_nodes names the bad spec
     return (f"CLUSTER_REAL_NODES={settings['CLUSTER_REAL_NODES']}: real nodes need the host's cgroup v1 "
             "hierarchies (their kubelets use the cgroupfs driver on cgroup v1) and this host mounts none; "
             "use simulated nodes instead: CLUSTER_REAL_NODES=0 CLUSTER_NODES=1")
@@ -78,13 +83,20 @@ def token_lines(names, tokens):
     return "".join(f'{tokens[n]},system:node:{n},node-{n}-uid,"system:nodes"\n' for n in names)
 
 
-def binaries(k8s_version):
+def binaries(k8s_version, crio=False):
+    """The directories of build.sh real-node's binaries; with crio, also build.sh cri-o's (`crio`)."""
     env = dict(os.environ, CLUSTER_K8S_VERSION=k8s_version, CLUSTER_CACHE_DIR=CACHE)
     r = subprocess.run([BUILD_SH, "real-node"], stdout=subprocess.PIPE, env=env, text=True)
     if r.returncode != 0:
         die(f"build.sh real-node failed (exit {r.returncode})")
     keys = ["kubelet", "containerd", "runc", "cni", "crane", "pause", "kube-proxy", "driver"]
-    return dict(zip(keys, r.stdout.split()))
+    dirs = dict(zip(keys, r.stdout.split()))
+    if crio:
+        r = subprocess.run([BUILD_SH, "cri-o"], stdout=subprocess.PIPE, env=env, text=True)
+        if r.returncode != 0:
+            die(f"build.sh cri-o failed (exit {r.returncode})")
+        dirs["crio"] = r.stdout.strip()
+    return dirs
 
 
 def _cgroup_dirs(name):
@@ -138,7 +150,9 @@ def _feature_gates(gates):
 
 def node_config(name, index, dirs, info, token, spec):
     nd = p("real-nodes", name)
+    crio = spec["runtime"] == "cri-o"
     for sub in ["containerd", "runc", "cni/net.d", "certs.d/registry.k8s.io", "certs.d/_default", "cni-state"] + \
+            (["crio/hooks.d", "crio/log", "crio/tmp", "crio/nri/plugins", "crio/nri/conf.d"] if crio else []) + \
             ["mnt" + f for f in FIXED]:
         os.makedirs(os.path.join(nd, sub), exist_ok=True)
     reg = f'{info["host_ip"]}:{info["ports"]["registry"]}'   # the registry, from the network namespace
@@ -147,12 +161,27 @@ def node_config(name, index, dirs, info, token, spec):
     # in the node's own /run/containerd (a bind mount of <node>/mnt/run/containerd): containerd, the
     # kubelet and run.sh all run in the node's mount namespace, and a socket path under a long state
     # dir would pass the 104 characters a unix socket may have (seen with pytest's tmp_path)
-    sock = "/run/containerd/containerd.sock"
+    sock = CRIO_SOCK if crio else "/run/containerd/containerd.sock"
     # the simulated hardware at the runtime: runc through a wrapper that maps the fake CPU ids a
-    # driver pins containers to (NRI) onto the machine's CPUs, logging each mapping (real-nodes.md)
+    # driver pins containers to (NRI) onto the machine's CPUs, logging each mapping (real-nodes.md);
+    # under CRI-O it also keeps oomScoreAdj at or above its own (containerd's restrict_oom_score_adj)
+    # and drops the hugepageLimits CRI-O sets (no hugetlb cgroup here; containerd sets none)
     write_file(os.path.join(nd, "runc-cpumap"), f"""#!/bin/sh
-exec {dirs['driver']}/runc-cpumap --runc {dirs['runc']}/runc --real-cpus {real_cpus()} --log {nd}/cpumap.log -- "$@"
+exec {dirs['driver']}/runc-cpumap --runc {dirs['runc']}/runc --real-cpus {real_cpus()} --log {nd}/cpumap.log \
+  {"--restrict-oom-score-adj true --drop-hugepage-limits true " if crio else ""}-- "$@"
 """, 0o755)
+    if crio:
+        write_file(os.path.join(nd, "crio.conf"), crio_conf(nd, dirs, STATE))
+        os.makedirs(os.path.join(nd, "crio.conf.d"), exist_ok=True)
+        write_file(os.path.join(nd, "registries.conf"), registries_conf(reg))
+        write_file(os.path.join(nd, "crio/policy.json"),
+                   json.dumps({"default": [{"type": "insecureAcceptAnything"}]}) + "\n")
+        # containers/storage reads /etc/containers/storage.conf unless told otherwise (CONTAINERS_STORAGE_CONF)
+        write_file(os.path.join(nd, "storage.conf"), f"""[storage]
+driver = "overlay"
+graphroot = "{nd}/crio/storage"
+runroot = "/run/crio/storage"
+""")
     cri = 'plugins."io.containerd.cri.v1'
     write_file(os.path.join(nd, "containerd.toml"), f"""version = 3
 root = "{nd}/containerd/root"
@@ -215,32 +244,59 @@ temp = "{nd}/containerd/tmp"
     topo, hw_mounts = lay_out(nd, spec)
     write_file(os.path.join(nd, "kubeconfig"), kubeconfig(api_from_netns(info), token, f"system:node:{name}"), 0o600)
     mounts = "".join(f"mount --bind {nd}/mnt{f} {f}\n" for f in FIXED)
-    path = ":".join([dirs["containerd"], dirs["runc"], "/usr/local/sbin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+    path = ":".join([dirs["crio"] if crio else dirs["containerd"], dirs["runc"],
+                     "/usr/local/sbin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
     logs = p("logs")
+    rt = "crio" if crio else "containerd"
+    if crio:
+        rt_cmd = (f"CONTAINERS_STORAGE_CONF={nd}/storage.conf CONTAINERS_REGISTRIES_CONF={nd}/registries.conf "
+                  f"crio --config {nd}/crio.conf --config-dir {nd}/crio.conf.d --registries-conf {nd}/registries.conf "
+                  f"--registries-conf-dir {nd}/crio.conf.d --log-level info")
+        rt_prep = "mkdir -p /run/crio/ns /run/crio/exits /run/crio/storage\n"
+    else:
+        rt_cmd, rt_prep = f"containerd --config {nd}/containerd.toml", ""
     write_file(os.path.join(nd, "run.sh"), f"""#!/bin/bash
 # runs inside `unshare -m -u --propagation private`: this node's mount and UTS namespaces; exits
-# (stopping the other) when containerd or the kubelet exits, so `cluster.py status` sees it
+# (stopping the other) when {rt} (the container runtime) or the kubelet exits, so `cluster.py status`
+# sees it. Says each step and why it ends in its own log (logs/real-{name}.log), which `cluster.py up`
+# prints with the tails of {rt}'s and the kubelet's logs when the node does not come up
 set -eu
+say() {{ echo "run.sh $(date +%T.%N | cut -c1-12): $*"; }}
+trap 'say "line $LINENO: exit $? from: $BASH_COMMAND"' ERR
 export PATH={path}
 mount --make-rshared /
 hostname {name}
 {mounts}# the simulated CPU hardware (cluster_node_hw.py), seen by containerd, the kubelet and its pods
-{hw_mounts}cpid= kpid=
-trap 'kill -TERM $cpid $kpid 2>/dev/null; wait; exit 143' TERM INT
-containerd --config {nd}/containerd.toml >>{logs}/real-{name}-containerd.log 2>&1 &
+{hw_mounts}{rt_prep}say "mounts done: {len(FIXED)} node directories, the CPU hardware ({len(topo.cpus)} CPUs)"
+cpid= kpid=
+trap 'say "SIGTERM/SIGINT: stopping {rt} and the kubelet"; kill -TERM $cpid $kpid 2>/dev/null; wait; exit 143' TERM INT
+{rt_cmd} >>{logs}/real-{name}-{rt}.log 2>&1 &
 cpid=$!
-i=0; while [ ! -S {sock} ]; do i=$((i+1)); [ $i -lt 300 ] || exit 1; sleep 0.1; done
+say "{rt} started (pid $cpid), waiting for {sock}"
+i=0
+while [ ! -S {sock} ]; do
+  if ! kill -0 $cpid 2>/dev/null; then
+    rc=0; wait $cpid || rc=$?
+    say "{rt} exited with status $rc before its socket appeared"; exit 1
+  fi
+  i=$((i+1)); if [ $i -ge 600 ]; then say "no {rt} socket after 60 s"; kill -TERM $cpid; exit 1; fi
+  sleep 0.1
+done
 {dirs['kubelet']}/kubelet --config={nd}/kubelet.yaml --kubeconfig={nd}/kubeconfig --root-dir=/var/lib/kubelet \\
   --hostname-override={name} --node-ip={node_ip(info, index)} {" ".join(shlex.quote(f) for f in kubelet_flags(spec))} --v=1 >>{logs}/real-{name}-kubelet.log 2>&1 &
 kpid=$!
-rc=0; wait -n || rc=$?
+say "{rt} socket up; kubelet started (pid $kpid)"
+trap - ERR
+rc=0; wait -n -p gone $cpid $kpid || rc=$?
+if [ "${{gone:-}}" = "$cpid" ]; then who={rt}; else who=kubelet; fi
+say "$who exited with status $rc; stopping the other"
 kill -TERM $cpid $kpid 2>/dev/null || true
 wait || true
 exit $rc
 """, 0o755)
     return {"name": name, "dir": nd, "ip": node_ip(info, index), "port": port, "subnet": str(subnet),
             "bridge": _bridge(name), "ctr": os.path.join(dirs["containerd"], "ctr"), "registry": reg,
-            "cpus": len(topo.cpus), "cells": len(topo.cells)}
+            "cpus": len(topo.cpus), "cells": len(topo.cells), "runtime": spec["runtime"]}
 
 
 def start_real_nodes(info, settings, tokens):
@@ -254,14 +310,20 @@ def start_real_nodes(info, settings, tokens):
             topology(spec)
     except SpecError as e:
         die(f"real nodes: {e}", 2)
-    dirs = binaries(info["k8s_version"])
+    problem = crio_problem(specs)
+    if problem:
+        die(problem, 2)
+    dirs = binaries(info["k8s_version"], crio=any(s["runtime"] == "cri-o" for s in specs.values()))
     t0 = time.monotonic()
     ref = push_pause(dirs, info["registry"])
     log(f"pause image pushed as {ref} (served as {PAUSE_IMAGE} through the mirror)")
+    ref = push_busybox(dirs, info["registry"])
+    log(f"busybox image pushed as {ref} (served as {BUSYBOX_IMAGE} through the mirror)")
     log(f"driver images pushed: {' '.join(push_driver(dirs, info['registry']))}")
     state = read_json(p("real-nodes.json")) or {"nodes": {}}
     write_file(p("real-nodes.json"), json.dumps(state, indent=1))
-    host_state(join=True)
+    for problem in host_state(join=True):
+        log(f"WARNING: {problem}")
     # the namespace has no default route: without one for the Service range a dial of 10.96.0.1
     # fails with "network is unreachable" before kube-proxy's DNAT (OUTPUT) is consulted
     run(["ip", "-n", netns_name(), "route", "replace", SERVICE_CIDR, "via", info["host_ip"]])
@@ -272,38 +334,29 @@ def start_real_nodes(info, settings, tokens):
         comp = f"real-{name}"
         spawn(comp, in_netns(["unshare", "-m", "-u", "--propagation", "private", "bash",
                               os.path.join(node["dir"], "run.sh")]))
-        pid = pidinfo(comp)["pid"]
-        time.sleep(0.2)
-        try:
-            node["mntns"] = os.readlink(f"/proc/{pid}/ns/mnt")
-        except OSError:
-            node["mntns"] = None
+        node["mntns"] = wait_new_mntns(pidinfo(comp)["pid"])
         state["nodes"][name] = node
         write_file(p("real-nodes.json"), json.dumps(state, indent=1))
         comps.append(comp)
     for name in names:
-        wait_for(f"real node {name} Ready", lambda: _node_ready(info, name), 120, interval=0.5, proc=f"real-{name}")
+        wait_for(f"real node {name} Ready", lambda: _node_ready(info, name), 120, interval=0.5, proc=f"real-{name}",
+                 logs=node_logs(name, specs[name]["runtime"]))
     comps.append(start_kube_proxy(dirs, info, names[0], ns_ip(info)))
     log(f"{len(names)} real node(s) Ready in {time.monotonic() - t0:.1f}s: "
-        + ", ".join(f"{n} ({state['nodes'][n]['cpus']} CPUs, {state['nodes'][n]['cells']} cells)" for n in names))
+        + ", ".join(f"{n} ({state['nodes'][n]['cpus']} CPUs, {state['nodes'][n]['cells']} cells, "
+                    f"{state['nodes'][n]['runtime']})" for n in names))
     return comps
+
+
+def node_logs(name, runtime="containerd"):
+    """The log files of node `name`'s container runtime (containerd or crio) and kubelet (run.sh's own
+    is logs/real-<name>.log)."""
+    return [p("logs", f"real-{name}-{prog}.log") for prog in ("crio" if runtime == "cri-o" else "containerd", "kubelet")]
 
 
 def _node_ready(info, name):
     _, body = http_get(f"{info['apiserver']}/api/v1/nodes/{name}", token=info["token"], cafile=p("pki", "ca.crt"))
     return any(c["type"] == "Ready" and c["status"] == "True" for c in json.loads(body)["status"]["conditions"])
-
-
-def _pids_in_mntns(ns):
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                if os.readlink(f"/proc/{d}/ns/mnt") == ns:
-                    out.append(int(d))
-            except OSError:
-                pass
-    return out
 
 
 def _cgroup_pids(top):
@@ -341,7 +394,7 @@ def stop_real_nodes():
         kill_group(f"real-{name}", grace=5.0)
         _, cgs = _cgroup_dirs(name)
         def node_pids(node=node, cgs=cgs):
-            pids = set(_pids_in_mntns(node["mntns"]) if node.get("mntns") else [])
+            pids = set(pids_in_mntns(node["mntns"]) if node.get("mntns") else [])
             for cg in cgs:
                 pids |= set(_cgroup_pids(cg))
             return pids - {os.getpid()}

@@ -21,6 +21,7 @@ import os
 import signal
 
 from cluster_images import PAUSE_IMAGE
+from cluster_processes import marked
 from cluster_real_node import mirror_hosts
 from cluster_state import die, log, p, read_json, run, write_file
 
@@ -48,7 +49,7 @@ def kubelet_pids(name):
         if not d.isdigit():
             continue
         try:
-            if os.readlink(f"/proc/{d}/ns/mnt") != node["mntns"]:
+            if os.readlink(f"/proc/{d}/ns/mnt") != node["mntns"] or not marked(d):
                 continue
             with open(f"/proc/{d}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
@@ -94,6 +95,9 @@ def cmd_registry(name, reachable):
     node = real_node(name)
     if "registry" not in node:
         die(f"real node {name}: started by an older cluster.py (no registry recorded); run `cluster.py up` again")
+    if node.get("runtime", "containerd") != "containerd":
+        die(f"real node {name} runs {node['runtime']}: registry-off / registry-on rewrite containerd's hosts "
+            "files and image store, and only containerd nodes have those", 2)
     for rel, text in hosts_files(node["registry"], reachable).items():
         write_file(os.path.join(node["dir"], rel), text)
     if reachable:

@@ -35,8 +35,10 @@ SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 T0 = time.monotonic()
 
 # Knobs (docs/internals.md "Test cluster interface"); the defaults apply when a variable is unset.
+# The only place the node defaults live: `make demo`'s cluster, one real node (real01) and no
+# simulated one; simulated nodes (tests/cluster/sim/) only when CLUSTER_NODES asks for them.
 KNOBS = {
-    "CLUSTER_NODES": "1",
+    "CLUSTER_NODES": "0",        # simulated nodes node01, ... (kwok-style, sim/main.py)
     "KUBEVIRT_NUM_VCPU": "12",
     "KUBEVIRT_NUM_NUMA_NODES": "2",
     "CLUSTER_K8S_VERSION": "v1.36.3",
@@ -44,7 +46,7 @@ KNOBS = {
     "CLUSTER_SIMULATE_DRIVER": "true",
     "CLUSTER_NODE_OVERRIDES": "",
     "CLUSTER_SLICE_DELETE_DELAY": "30",
-    "CLUSTER_REAL_NODES": "0",   # real containerd + kubelet nodes real01, ... (cluster_real_node.py)
+    "CLUSTER_REAL_NODES": "1",   # real containerd + kubelet nodes real01, ... (cluster_real_node.py)
     "CLUSTER_REAL_NODE_OVERRIDES": "",   # their CPU hardware, per node (cluster_node_hw.py)
 }
 

@@ -14,7 +14,7 @@
 - the `needs_build(what)` mark: the same wait outside the timeout, but the test keeps its place and
   its lane (the reliability suite's 'driver' cluster of real nodes: the suite's figures need its
   three files in one session).
-- `--real-nodes=all|only|skip`: the tests on real nodes (late_build("real-node")) with the others,
+- `--real-nodes=all|only|skip`: the tests on real nodes (late_build("real-node") or "cri-o") with the others,
   alone, or not (deselected, and pytest says how many). `make test` runs them alone in its first
   lane, before molecule, and the others in the second (clusters with real nodes run side by side).
 """
@@ -36,6 +36,8 @@ CLUSTER_PY = os.path.join(REPO, "tests", "cluster", "cluster.py")
 DEFAULT_STATE = os.path.join(REPO, ".cluster")
 # the session cluster's nodes: one real node (real01), no simulated one
 SESSION_NODES = {"CLUSTER_NODES": "0", "CLUSTER_REAL_NODES": "1"}
+# the late builds whose tests are the real-node tests (--real-nodes): containerd's and CRI-O's nodes
+REAL_NODE_BUILDS = ("real-node", "cri-o")
 
 
 def pytest_addoption(parser):
@@ -69,7 +71,7 @@ def pytest_collection_modifyitems(config, items):
     --real-nodes=only|skip, the others or the real-node tests are deselected."""
     want = config.getoption("--real-nodes")
     if want != "all":
-        keep = [i for i in items if (_late(i) == "real-node") == (want == "only")]
+        keep = [i for i in items if (_late(i) in REAL_NODE_BUILDS) == (want == "only")]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     steps = late_builds.recipe()

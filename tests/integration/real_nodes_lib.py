@@ -6,7 +6,13 @@ NODE, tainted TAINT_KEY:NoExecute so only pods that ask for it run there. `skip_
 module last, after the real-node binaries are built (late_builds.py), and skips it, saying why, only
 when the run is not root; `wait` polls; the rest read the driver's
 ResourceSlices, pods and the nodes' taints from the real API.
+
+The claim-pod round trip (`node_dir`, `start_claim_pod`, `assert_pinned_through_nri`,
+`remove_claim_pod`, and the cpuset and environment reads under them) serves test_real_driver.py
+(containerd) and test_real_crio.py (CRI-O), which each add what their runtime shows.
 """
+import glob
+import json
 import os
 import time
 from contextlib import contextmanager
@@ -88,3 +94,113 @@ def only_real_node_schedulable(c, simulated="node01"):
         yield
     finally:
         set_taints(c, simulated, taints)
+
+
+def cpuset_ids(cpuset):
+    """The CPU ids of a cpuset in the kernel's list format (2-5,8)."""
+    ids = set()
+    for part in cpuset.split(","):
+        a, _, b = part.partition("-")
+        ids |= set(range(int(a), int(b or a) + 1))
+    return ids
+
+
+def cpuset_fmt(ids):
+    """A cpuset in the kernel's list format (k8s.io/utils/cpuset String: 2-5,8)."""
+    out, ids = [], sorted(ids)
+    while ids:
+        end = 0
+        while end + 1 < len(ids) and ids[end + 1] == ids[end] + 1:
+            end += 1
+        out.append(str(ids[0]) if end == 0 else "%d-%d" % (ids[0], ids[end]))
+        ids = ids[end + 1:]
+    return ",".join(out)
+
+
+def process_with_env(var):
+    """(pid, value) of the first process whose environment has an entry starting with var (NAME=)."""
+    for env in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            for e in open(env, "rb").read().decode(errors="replace").split("\0"):
+                if e.startswith(var):
+                    return env.split("/")[2], e.split("=", 1)[1]
+        except OSError:
+            pass
+    raise AssertionError(f"no process with {var}")
+
+
+def node_dir(c, node=NODE):
+    """The real node's directory under the cluster's state dir (real-nodes.json)."""
+    with open(os.path.join(c.state_dir, "real-nodes.json")) as f:
+        return json.load(f)["nodes"][node]["dir"]
+
+
+def start_claim_pod(c, name, tolerations=()):
+    """A claim of 4 CPUs (a dra.cpu/cpu capacity request, as KubeVirt's) and a Guaranteed pause pod on
+    NODE that uses it; waits until it runs and returns (claim uid, the allocation's one result, the
+    cpuset the driver passed in DRA_CPUSET_<uid>, that process's pid), the CPUs checked to be 4 of
+    the allocated device's cell (the node's default hardware: cells 2-5 and 6-11)."""
+    core, custom = apis(c)
+    custom.create_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+        "spec": {"devices": {"requests": [{"name": "cpu", "exactly": {
+            "deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": "4"}}}}]}}})
+    core.create_namespaced_pod("default", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE}, "tolerations": list(tolerations),
+                 "terminationGracePeriodSeconds": 1,
+                 "resourceClaims": [{"name": "cpu", "resourceClaimName": name}],
+                 "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+                                 "resources": {"requests": {"cpu": "4", "memory": "64Mi"},
+                                               "limits": {"cpu": "4", "memory": "64Mi"},
+                                               "claims": [{"name": "cpu"}]}}]}})
+    wait("the claim pod Running", lambda: core.read_namespaced_pod(name, "default").status.phase == "Running",
+         timeout=120)
+    claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", name)
+    uid = claim["metadata"]["uid"]
+    [res] = claim["status"]["allocation"]["devices"]["results"]
+    assert res["pool"] == NODE and res["device"] in ("cpudevnuma000", "cpudevnuma001"), res
+    assert core.read_namespaced_pod(name, "default").status.qos_class == "Guaranteed"
+    # the runtime applied the driver's CDI spec: the container's environment holds the CPUs it got
+    # (upstream's CDI env: DRA_CPUSET_<claim uid>=<cpuset>)
+    pid, cpuset = process_with_env(f"DRA_CPUSET_{uid}=")
+    cell = {"cpudevnuma000": set(range(2, 6)), "cpudevnuma001": set(range(6, 12))}[res["device"]]
+    assert len(cpuset_ids(cpuset)) == 4 and cpuset_ids(cpuset) <= cell, (cpuset, res["device"])
+    return uid, res, cpuset, pid
+
+
+def assert_pinned_through_nri(c, name, cpuset, pid):
+    """The driver pinned the container to the claim's CPUs through NRI (upstream nri_hooks.go
+    CreateContainer: a claim's container gets its claims' CPUs), and re-pinned the node's shared
+    containers (here its own) to the available CPUs minus the claim's (2-11 minus the claim). The
+    machine has fewer CPUs: the node's runc wrapper maps every fake id onto a real one and logs the
+    cpuset asked for; the kernel applied the mapped one."""
+    core, _ = apis(c)
+    ids = cpuset_ids(cpuset)
+    ctr = core.read_namespaced_pod(name, "default").status.container_statuses[0].container_id.split("//")[1]
+    mapping = os.path.join(node_dir(c), "cpumap.log")
+    created = [line.split() for line in open(mapping) if f" create {ctr} cpus " in line]
+    assert [line[4] for line in created] == [cpuset_fmt(ids)], (open(mapping).read(), cpuset)
+    shared = cpuset_fmt(set(range(2, 12)) - ids)
+    wait(f"a shared container re-pinned to {shared}",
+         lambda: any(line.split()[1] == "update" and line.split()[4] == shared for line in open(mapping)), timeout=30)
+    with open(f"/proc/{pid}/status") as status:
+        allowed = [line.split()[1] for line in status if line.startswith("Cpus_allowed_list:")]
+    assert allowed == [created[0][6]], (allowed, created)
+
+
+def cdi_specs_naming(c, uid):
+    """The node's CDI spec files (its /run/cdi) that name the claim uid."""
+    return [f for f in glob.glob(os.path.join(node_dir(c), "mnt/run/cdi/*.json")) if uid in open(f).read()]
+
+
+def remove_claim_pod(c, name, uid):
+    """Deletes the pod, waits for the driver's NodeUnprepareResources to remove the claim's CDI specs,
+    then deletes the claim."""
+    core, custom = apis(c)
+    core.delete_namespaced_pod(name, "default")
+    wait("the claim pod gone", lambda: not core.list_namespaced_pod(
+        "default", field_selector=f"metadata.name={name}").items, timeout=60)
+    wait("the CDI specs of the claim removed (NodeUnprepareResources)", lambda: not cdi_specs_naming(c, uid),
+         timeout=30)
+    custom.delete_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", name)

@@ -50,10 +50,14 @@ def test_install_reports_the_claim_limit_not_the_cell(installed):
     assert {k: v for k, v in topo["largest_cell"].items() if k != "node"} == {"id": 0, "allocatable_cpus": 78}
     assert (topo["max_vm_host_cpus"], topo["max_node_host_cpus"], topo["claim_device_limit"]) == (LIMIT,) * 3
     table = installed.result("Wait until every driver node has published its CPU topology")["summary"]
-    assert "largest VM that fits: 32 host CPUs on one node (at most 32 devices, one per CPU)" \
-        in table, table
-    assert "largest NUMA-aligned VM: 32 host CPUs (all its devices from one NUMA cell)" \
-        in table, table
+    # in KubeVirt's vCPUs too: 32 host CPUs hold 32 vCPUs, or 31 + 1 isolated emulator thread (31 is
+    # odd, so even parity takes 1 as well)
+    assert "largest VM that fits: 32 host CPUs on one node (at most 32 devices, one per CPU) = 32 vCPUs, " \
+        "31 with isolateEmulatorThread (31 with even parity)" in table, table
+    assert "largest NUMA-aligned VM: 32 host CPUs (all its devices from one NUMA cell) = 32 vCPUs, " \
+        "31 with isolateEmulatorThread (31 with even parity)" in table, table
+    assert (topo["max_vm_vcpus"], topo["max_vm_vcpus_isolated_emulator_thread"],
+            topo["max_vm_vcpus_even_parity"]) == (32, 31, 31), topo
 
 
 def test_verify_default_claim_is_allocated_and_its_pod_starts(big_cell, installed):
@@ -61,8 +65,16 @@ def test_verify_default_claim_is_allocated_and_its_pod_starts(big_cell, installe
     real kubelet starts its pod with the 32 CPUs the driver prepared."""
     r = run_playbook(big_cell, "verify")
     assert r.rc == 0, r
-    claim = r.result("Wait until the scheduler allocates the claim")["resources"][0]
+    v = r.result("Verify that a KubeVirt-shaped dra.cpu claim")
+    claim = v["claim"]
     assert claim["spec"]["devices"]["requests"][0]["exactly"]["count"] == LIMIT, claim["spec"]
+    # kept on one NUMA node (the driver's main flavour publishes the standard attribute)
+    assert claim["spec"]["devices"]["constraints"] == [
+        {"requests": ["req-cpu"], "matchAttribute": "resource.kubernetes.io/numaNode"}], claim["spec"]
+    # the container read 32 devices' metadata, all of cell 0, and DRA_CPUSET_* of 32 CPUs
+    meta = v["readout"]["metadata"]
+    assert len(meta["devices"]) == LIMIT and meta["numa_nodes"] == ["0"] and meta["allocated_cpus"] == LIMIT, meta
+    assert v["readout"]["dra_cpuset"] == "2-33" and v["readout"]["problems"] == [], v["readout"]
     results = claim["status"]["allocation"]["devices"]["results"]
     assert len(results) == LIMIT and {d["pool"] for d in results} == {NODE}, results
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())

@@ -18,9 +18,9 @@ import urllib.request
 
 import pytest
 
-pytestmark = pytest.mark.timeout(900)
+from cluster_pids import processes_of
 
-ID_ENV = "DRACPU_CLUSTER_ID"
+pytestmark = pytest.mark.timeout(900)
 
 
 def get(url, token=None, cafile=None, timeout=10):
@@ -32,27 +32,14 @@ def get(url, token=None, cafile=None, timeout=10):
         return r.status, r.read()
 
 
-def processes_of(state_dir):
-    needle = f"{ID_ENV}={state_dir}".encode()
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    found.append(int(d))
-        except OSError:
-            pass
-    return found
-
-
 @pytest.fixture(scope="module")
 def lifecycle(cluster_cli):
     state = os.path.join(tempfile.mkdtemp(prefix="dracpu-lifecycle-"), "state")
     env = dict(os.environ)
     env.pop("CLUSTER_NODE_CIDR", None)
-    env.update(CLUSTER_NODES="1", CLUSTER_STATE_DIR=state)
+    # one simulated node and no real one (not the default): this checks the control plane, registry
+    # and mirror, with no wait for the real-node binaries (test_real_node.py checks a real node's lifecycle)
+    env.update(CLUSTER_NODES="1", CLUSTER_REAL_NODES="0", CLUSTER_STATE_DIR=state)
     t0 = time.monotonic()
     r = cluster_cli.run(state, "up", env=env)
     took = time.monotonic() - t0

@@ -7,11 +7,11 @@ tree the kubelet and the driver read.
 - 'topologies': six real nodes of different CPU hardware, kubelet policies and taints at once
   (CLUSTER_REAL_NODE_OVERRIDES); preflight reads each real kubelet's /configz, the driver publishes
   each node's cells.
-- 'gate-off': a real node beside one simulated node, the one case a real node cannot be here: a
-  container runtime that is not the real containerd 2.4.2 (containerd 1.7 reports
-  `containerd://1.7.27`; a real one cannot). The chart's tolerations are widened to the real
-  node's NoExecute taint (cluster_real_node.TAINT) so the driver would run on both and preflight
-  checks both.
+- 'gate-off': a real node beside two simulated nodes, the one case a real node cannot be here: a
+  container runtime that cannot be built here (containerd 1.7 reports `containerd://1.7.27`, a
+  CRI-O older than 1.30 `cri-o://1.29.9`; the real nodes run containerd 2.4.2 or CRI-O 1.36.3, the
+  latter in test_real_crio.py). The chart's tolerations are widened to the real node's NoExecute
+  taint (cluster_real_node.TAINT) so the driver would run on all and preflight checks all.
 - 'k8s-1.35*': a 1.35.4 control plane and a real 1.35.4 kubelet (the kubelet may not be newer than
   the API server: Kubernetes' version skew policy), so the real 1.35 scheduler and kubelet
   allocate and prepare the claim.
@@ -134,9 +134,11 @@ def test_min_cell_cpus_fails_with_the_numbers(topology_cluster):
 
 @pytest.fixture(scope="module")
 def gate_off_cluster(cluster_factory):
-    c = cluster_factory("gate-off", CLUSTER_NODES=1, CLUSTER_REAL_NODES=1,
+    c = cluster_factory("gate-off", CLUSTER_NODES=2, CLUSTER_REAL_NODES=1,
                         CLUSTER_FEATURE_GATES="DRAConsumableCapacity=false",
-                        CLUSTER_NODE_OVERRIDES={"node01": {"container_runtime": "containerd://1.7.27"}})
+                        CLUSTER_NODE_OVERRIDES={"node01": {"container_runtime": "containerd://1.7.27"},
+                                                "node02": {"container_runtime": "cri-o://1.29.9",
+                                                           "cpu_manager_policy": "none"}})
     yield c
     c.down()
 
@@ -148,6 +150,8 @@ def test_gate_off_and_old_runtime_are_findings(gate_off_cluster):
     msg = " ".join(r.failure_messages())
     assert "DRAConsumableCapacity" in msg and "feature_gate" in msg, msg
     assert "node01" in msg and "container_runtime" in msg and "1.7.27" in msg, msg
+    assert "node02" in msg and "cri-o://1.29.9" in msg, msg
+    assert runtime_findings(r)["node02"]["severity"] == "error"
     # the real node's runtime as its real containerd reports it through the kubelet: no finding
     runtimes = runtime_findings(r)
     assert runtimes["real01"]["severity"] == "ok", runtimes
@@ -173,6 +177,7 @@ def test_ignored_checks_become_warnings(gate_off_cluster):
     severities = {(f["check"], f.get("node")): f["severity"] for f in preflight_findings(r)}
     assert severities[("feature_gate", None)] == "warning"
     assert severities[("container_runtime", "node01")] == "warning"
+    assert severities[("container_runtime", "node02")] == "warning"
     assert severities[("container_runtime", "real01")] == "ok"
 
 

@@ -18,13 +18,12 @@ behaviour (../shared/reference/dra-driver-cpu.md), read from the real API:
 Runs last, after the real-node binaries are built (`tests/cluster/build.sh real-node`; late_builds.py).
 """
 import glob
-import json
 import os
 
 import pytest
 
 from ansible_run import run_playbook
-from real_nodes_lib import NODE, TAINT_KEY, apis, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
+from real_nodes_lib import NODE, TAINT_KEY, apis, assert_pinned_through_nri, cdi_specs_naming, node_dir, remove_claim_pod, start_claim_pod, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
 
 pytestmark = skip_marks() + [
     pytest.mark.timeout(900),
@@ -36,7 +35,9 @@ EVERY_NODE = {"dra_cpu_chart_values": {"tolerations": [{"operator": "Exists"}]}}
 
 @pytest.fixture(scope="module")
 def mixed(cluster_factory):
-    c = cluster_factory("real-driver", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
+    # real01 beside a simulated node01 (not the default: one real node alone): the tests compare the
+    # real node with the simulated one and taint node01 so verify's pod can only go to real01
+    c = cluster_factory("real-driver", CLUSTER_NODES=1, CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
     yield c
     # down at the module's end, not the session's: its kubelet, containerd and pods leave the
     # machine's 2 CPUs to the modules after it
@@ -49,9 +50,6 @@ def installed(mixed):
     assert r.rc == 0, r
     return r
 
-
-def node_dir(c):
-    return json.load(open(os.path.join(c.state_dir, "real-nodes.json")))["nodes"][NODE]["dir"]
 
 
 def test_the_real_kubelet_sees_the_fake_topology(mixed):
@@ -125,94 +123,12 @@ def test_preflight_reads_the_real_kubelet_and_runtime(installed):
     assert by_check["cpu_manager_policy"]["message"] == f"node {NODE}: cpuManagerPolicy none", findings
 
 
-def fmt(ids):
-    """A cpuset in the kernel's list format (k8s.io/utils/cpuset String: 2-5,8)."""
-    out, ids = [], sorted(ids)
-    while ids:
-        end = 0
-        while end + 1 < len(ids) and ids[end + 1] == ids[end] + 1:
-            end += 1
-        out.append(str(ids[0]) if end == 0 else "%d-%d" % (ids[0], ids[end]))
-        ids = ids[end + 1:]
-    return ",".join(out)
-
-
-def container_pid(var):
-    """The pid of the process whose environment has an entry starting with var."""
-    for env in glob.glob("/proc/[0-9]*/environ"):
-        try:
-            if any(e.startswith(var) for e in open(env, "rb").read().decode(errors="replace").split("\0")):
-                return env.split("/")[2]
-        except OSError:
-            pass
-    raise AssertionError(f"no process with {var}")
-
-
 def test_a_claim_pod_starts_on_the_real_kubelet(mixed, installed):
-    core, custom = apis(mixed)
     name = "real-claim"
-    custom.create_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
-        "spec": {"devices": {"requests": [{"name": "cpu", "exactly": {
-            "deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": "4"}}}}]}}})
-    core.create_namespaced_pod("default", {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-        "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE},
-                 "tolerations": [{"key": TAINT_KEY, "operator": "Exists"}],
-                 "terminationGracePeriodSeconds": 1,
-                 "resourceClaims": [{"name": "cpu", "resourceClaimName": name}],
-                 "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
-                                 "resources": {"requests": {"cpu": "4", "memory": "64Mi"},
-                                               "limits": {"cpu": "4", "memory": "64Mi"},
-                                               "claims": [{"name": "cpu"}]}}]}})
-    wait("the claim pod Running", lambda: core.read_namespaced_pod(name, "default").status.phase == "Running",
-         timeout=120)
-    claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", name)
-    uid = claim["metadata"]["uid"]
-    [res] = claim["status"]["allocation"]["devices"]["results"]
-    assert res["pool"] == NODE and res["device"] in ("cpudevnuma000", "cpudevnuma001"), res
-    assert core.read_namespaced_pod(name, "default").status.qos_class == "Guaranteed"
-
-    # containerd applied the driver's CDI spec: the container's environment holds the CPUs it got
-    var = f"DRA_CPUSET_{uid}="   # upstream's CDI env: DRA_CPUSET_<claim uid>=<cpuset>
-    cdi = glob.glob(os.path.join(node_dir(mixed), "mnt/run/cdi/*.json"))
-    assert any(uid in open(f).read() for f in cdi), cdi
-    found = []
-    for env in glob.glob("/proc/[0-9]*/environ"):
-        try:
-            found += [e for e in open(env, "rb").read().decode(errors="replace").split("\0") if e.startswith(var)]
-        except OSError:
-            pass
-    assert found, f"no process with {var}"
-    cpuset = found[0].split("=", 1)[1]
-    cell = {"cpudevnuma000": set(range(2, 6)), "cpudevnuma001": set(range(6, 12))}[res["device"]]
-    ids = set()
-    for part in cpuset.split(","):
-        a, _, b = part.partition("-")
-        ids |= set(range(int(a), int(b or a) + 1))
-    assert len(ids) == 4 and ids <= cell, (cpuset, res["device"])
-
-    # the driver pinned the container to those CPUs through NRI (upstream nri_hooks.go CreateContainer:
-    # a claim's container gets its claims' CPUs), and re-pinned the node's shared containers (here its
-    # own) to the available CPUs minus the claim's (2-11 minus the claim). The machine has fewer CPUs:
-    # the node's runc wrapper maps every fake id onto a real one and logs the cpuset asked for.
-    ctr = core.read_namespaced_pod(name, "default").status.container_statuses[0].container_id.split("//")[1]
-    mapping = os.path.join(node_dir(mixed), "cpumap.log")
-    created = [line.split() for line in open(mapping) if f" create {ctr} cpus " in line]
-    assert [line[4] for line in created] == [fmt(ids)], (open(mapping).read(), cpuset)
-    shared = fmt(set(range(2, 12)) - ids)
-    wait(f"a shared container re-pinned to {shared}",
-         lambda: any(line.split()[1] == "update" and line.split()[4] == shared for line in open(mapping)), timeout=30)
-    with open(f"/proc/{container_pid(var)}/status") as status:
-        allowed = [line.split()[1] for line in status if line.startswith("Cpus_allowed_list:")]
-    assert allowed == [created[0][6]], (allowed, created)   # the mapped cpuset, applied by the kernel
-
-    core.delete_namespaced_pod(name, "default")
-    wait("the claim pod gone", lambda: not core.list_namespaced_pod(
-        "default", field_selector=f"metadata.name={name}").items, timeout=60)
-    wait("the CDI spec of the claim removed (NodeUnprepareResources)", lambda: not any(
-        uid in open(f).read() for f in glob.glob(os.path.join(node_dir(mixed), "mnt/run/cdi/*.json"))), timeout=30)
-    custom.delete_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", name)
+    uid, _, cpuset, pid = start_claim_pod(mixed, name, [{"key": TAINT_KEY, "operator": "Exists"}])
+    assert cdi_specs_naming(mixed, uid)   # containerd applied the driver's CDI spec (its env: start_claim_pod)
+    assert_pinned_through_nri(mixed, name, cpuset, pid)
+    remove_claim_pod(mixed, name, uid)
 
 
 @pytest.fixture
@@ -234,6 +150,16 @@ def test_verify_proves_the_pod_starts_on_the_real_kubelet(mixed, installed, only
     # the 6 CPUs of cell 1 (6-11; the default size is max_vm_host_cpus, cell 0 has 4), as the driver
     # logs its NRI pinning (upstream nri_hooks.go CreateContainer "guaranteed CPUs found")
     assert f"its container pinned to CPUs 6-11 (the driver's log on {NODE})" in text, text
+    # what virt-launcher reads, from inside the container: the main flavour's KEP-5304 metadata (the
+    # library's file through its CDI bind mount) and DRA_CPUSET_<claim uid> through the driver's CDI spec
+    v = r.result("Verify that a KubeVirt-shaped dra.cpu claim")
+    out = v["readout"]
+    assert v["passed"] is True and out["problems"] == [], out
+    assert [(d["pool"], d["name"], d["numa_node"]) for d in out["metadata"]["devices"]] == \
+        [(NODE, "cpudevnuma001", 1)], out
+    assert out["metadata"]["allocated_cpus"] == 6 and out["dra_cpuset"] == "6-11" == out["pinned"], out
+    assert "device metadata at /var/run/kubernetes.io/dra-device-attributes/resourceclaims/dra-cpu-verify/" \
+        "req-cpu/dra.cpu-metadata.json: 1 device(s), NUMA node 1" in text, text
 
 
 def test_verify_fails_with_the_events_when_the_pod_cannot_start(mixed, installed, only_real_node_schedulable):
@@ -260,3 +186,58 @@ def test_new_reserved_cpus_update_the_real_pool_in_place(mixed, installed):
     assert [s["metadata"]["name"] for s in after] == [s["metadata"]["name"] for s in before]
     assert after[0]["spec"]["pool"] == {"name": NODE, "generation": 1, "resourceSliceCount": 1}
     assert after[0]["metadata"]["resourceVersion"] != before[0]["metadata"]["resourceVersion"]
+
+
+def verify_text(r):
+    return " ".join(str(res.get("msg", "")) for _, res in r.tasks())
+
+
+def test_the_v02_driver_writes_no_metadata_so_verify_fails_unless_accepted(mixed, installed):
+    """Both flavours of the driver (upstream main and v0.2.0, ../shared/reference/kubevirt.md "The driver
+    side of it"): v0.2.0 writes no KEP-5304 metadata, so verify fails by default with KubeVirt's reason
+    and passes with dra_cpu_verify_allow_missing_metadata. In individual mode the claim is kept on one
+    NUMA node by the attribute each flavour publishes: v0.2.0 has only dra.cpu/numaNodeID, main also
+    the standard resource.kubernetes.io/numaNode (read from the slices). Runs last: it reinstalls."""
+    v02 = dict(EVERY_NODE, dra_cpu_chart_version="0.2.0")
+    try:
+        r = run_playbook(mixed, "install", extra_vars=v02)
+        assert r.rc == 0, r
+        with taint_simulated(mixed):
+            v = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
+            assert v.rc != 0, v
+            msg = " ".join(v.failure_messages())
+            assert "the driver wrote no KEP-5304 device metadata" in msg, msg
+            assert "KubeVirt's virt-launcher fails a VM" in msg and "releases after v0.2.0 write it" in msg, msg
+            assert "dra_cpu_verify_allow_missing_metadata=true" in msg, msg
+            core, _ = apis(mixed)
+            assert not core.list_namespaced_pod("default", field_selector="metadata.name=dra-cpu-verify").items
+
+            ok = run_playbook(mixed, "verify", extra_vars=dict(VERIFY_ON_REAL, dra_cpu_verify_allow_missing_metadata=True))
+            assert ok.rc == 0, ok
+            text = verify_text(ok)
+            assert "no device metadata (accepted: dra_cpu_verify_allow_missing_metadata)" in text, text
+            assert f"its container pinned to CPUs 6-11 (the driver's log on {NODE})" in text, text
+
+        r = run_playbook(mixed, "install", extra_vars=dict(v02, dra_cpu_cpu_device_mode="individual"))
+        assert r.rc == 0, r
+        with taint_simulated(mixed):
+            ok = run_playbook(mixed, "verify", extra_vars=dict(VERIFY_ON_REAL, dra_cpu_verify_allow_missing_metadata=True))
+            assert ok.rc == 0, ok
+            res = ok.result("Verify that a KubeVirt-shaped dra.cpu claim")
+            assert res["numa_attribute"] == "dra.cpu/numaNodeID" and res["cpus"] == 6, res
+            assert res["claim"]["spec"]["devices"]["constraints"] == [
+                {"requests": ["req-cpu"], "matchAttribute": "dra.cpu/numaNodeID"}], res["claim"]
+
+        r = run_playbook(mixed, "install", extra_vars=dict(EVERY_NODE, dra_cpu_cpu_device_mode="individual"))
+        assert r.rc == 0, r
+        with taint_simulated(mixed):
+            ok = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
+            assert ok.rc == 0, ok
+            res = ok.result("Verify that a KubeVirt-shaped dra.cpu claim")
+            assert res["numa_attribute"] == "resource.kubernetes.io/numaNode", res
+            meta = res["readout"]["metadata"]
+            # six CPU devices of cell 1, each with its NUMA node in the metadata, as many as the claim's CPUs
+            assert len(meta["devices"]) == 6 and meta["numa_nodes"] == ["1"] and meta["allocated_cpus"] == 6, meta
+    finally:
+        r = run_playbook(mixed, "install", extra_vars=EVERY_NODE)
+        assert r.rc == 0, r

@@ -2,12 +2,13 @@
 
 real01 is a real kubelet + containerd running the project's driver image (tests/cluster/driver, a
 real kubelet plugin on k8s.io/dynamic-resource-allocation); node01 is simulated: the healthy node
-the role must not name while the bad config (one ConfigMap for every node) crashes the real
-driver, which a second real node's driver would read too. The reliability suite's 'driver' cluster
+the role must not name while the faults hit real01. Its pool comes from the same Go driver
+(`dracpu publish`), so a bad config (one ConfigMap for every node) would crash its driver too, as
+it would a second real node's: the bad-config case runs the DaemonSet on real01 only. The reliability suite's 'driver' cluster
 has a per-node crash on two real nodes (test_reliability_faults.py). Each case injects
 the fault on real01, asserts what the kubelet, the control plane and the role really do, and keeps
 the assert at the role's own wording (README "Troubleshooting"; pod_diagnostics.timeout_message,
-preflight/nodes.py, tasks/verify_claim.yml). Upstream behaviour relied on is named per test.
+preflight/nodes.py, module_utils/verify/). Upstream behaviour relied on is named per test.
 
 The chart is installed with the tolerations {key: dra-cpu.kubevirtci.io/real-node, operator:
 Exists} (the real node's NoExecute taint) plus the chart's default {operator: Exists, effect:
@@ -45,7 +46,9 @@ STATE = {}
 
 @pytest.fixture(scope="module")
 def rc(cluster_factory):
-    c = cluster_factory("real-faults", CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
+    # real01 beside a simulated node01 (not the default: one real node alone): node01 is the healthy
+    # node the faults on real01 are compared with (the DaemonSet stays available through it)
+    c = cluster_factory("real-faults", CLUSTER_NODES=1, CLUSTER_REAL_NODES=1, CLUSTER_SLICE_DELETE_DELAY=3)
     yield c
     # down at the module's end, not the session's: its kubelet, containerd and pods leave the
     # machine's 2 CPUs to the modules after it
@@ -79,12 +82,14 @@ def test_a_driver_that_refuses_its_config_crash_loops_and_the_role_names_node_cr
     What the role validates itself is refused before anything is written (a bad
     dra_cpu_reserved_cpus: `validate`, no release). A path inside the driver's container is
     something only the driver can check: the role and the chart's schema (a string) let it through,
-    so it reaches the driver. Then, really: the pod on real01 crash-loops with real restarts (the
-    kubelet's back-off), helm's --wait accepts the DaemonSet (maxUnavailable 1: node01's pod is
-    Ready), and the role's topology wait fails at its timeout naming real01, the
-    CrashLoopBackOff, the last exit and the driver's log line (the kubelet serves the last
-    terminated container's log while the next one waits), and not node01. A corrected config
-    recovers: the chart's checksum/config annotation rolls the pod.
+    so it reaches the driver. The bad install runs the DaemonSet on real01 only (the chart's
+    nodeSelector): the simulated node01 runs the same Go driver (`dracpu publish`), which would
+    refuse the same file there too. Then, really: the pod on real01 crash-loops with real restarts
+    (the kubelet's back-off), helm's --wait accepts the DaemonSet (maxUnavailable 1), and the
+    role's topology wait fails at its timeout naming real01, the CrashLoopBackOff, the last exit
+    and the driver's log line (the kubelet serves the last terminated container's log while the
+    next one waits), and not node01. A corrected config (on every node again) recovers: the
+    chart's checksum/config annotation rolls the pod.
     """
     r = run_playbook(rc, "install", extra_vars=dict(GOOD, dra_cpu_reserved_cpus="0-x"))
     assert r.rc != 0, r
@@ -94,7 +99,8 @@ def test_a_driver_that_refuses_its_config_crash_loops_and_the_role_names_node_cr
     assert not [n for n in core.list_namespace().items if n.metadata.name == NS], "validation wrote to the cluster"
 
     overlay = "/etc/dracpu/missing-overlay.yaml"
-    bad = {"dra_cpu_chart_values": {"tolerations": TOLERATIONS, "driverConfig": {"sysfsOverlay": overlay}},
+    bad = {"dra_cpu_chart_values": {"tolerations": TOLERATIONS, "driverConfig": {"sysfsOverlay": overlay},
+                                    "nodeSelector": {"kubernetes.io/hostname": NODE}},
            "dra_cpu_topology_timeout": 20}
     r = run_playbook(rc, "install", extra_vars=bad)
     assert r.rc != 0, r
@@ -109,7 +115,7 @@ def test_a_driver_that_refuses_its_config_crash_loops_and_the_role_names_node_cr
     assert f'"failed to run" err="read sysfs overlay: open {overlay}: no such file or directory"' in msg, msg
     assert "node01:" not in msg, msg
     assert [p["node"] for p in out["pending_nodes"]] == [NODE]
-    assert out["topology"]["nodes"]["node01"]["allocatable_cpus"] == 10
+    assert "node01" not in out["topology"]["nodes"]      # no driver pod there (nodeSelector)
 
     # the real pod: restarted by the kubelet, exit 1, CrashLoopBackOff
     def crash_looping():

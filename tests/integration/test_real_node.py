@@ -18,11 +18,12 @@ import ssl
 import subprocess
 import urllib.request
 
+from cluster_pids import processes_of
 from real_nodes_lib import NODE, TAINT_KEY, is_ready, skip_marks, wait
 
 HOST_STATE = "/run/dracpu-real-nodes.json"
 FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
-         "/var/log/pods", "/var/log/containers"]
+         "/var/log/pods", "/var/log/containers", "/run/crio"]
 SYSCTLS = ["net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops"]
 
 pytestmark = skip_marks()
@@ -68,7 +69,7 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
     # another state dir with real nodes shares the host-wide state (sysctls, mount points)
     shared = os.path.exists(HOST_STATE)
     existed = [os.path.lexists(f) for f in FIXED]
-    c = cluster_factory("real-node", CLUSTER_REAL_NODES=1)
+    c = cluster_factory("real-node", CLUSTER_NODES=1, CLUSTER_REAL_NODES=1)   # real01 beside simulated node01: its NoExecute taint
     from kubernetes import client
     core = client.CoreV1Api(c.api_client)
     state = json.load(open(os.path.join(c.state_dir, "real-nodes.json")))
@@ -121,7 +122,7 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
         host_links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
         assert node_state["bridge"] + ":" not in host_links
         # a second cluster with a real node runs beside it: its own namespace, kube-proxy and real01
-        c2 = cluster_factory("real-node-2", CLUSTER_REAL_NODES=1)
+        c2 = cluster_factory("real-node-2", CLUSTER_NODES=1, CLUSTER_REAL_NODES=1)
         try:
             core2 = client.CoreV1Api(c2.api_client)
             assert c2.env["CLUSTER_NETNS"] != netns
@@ -148,10 +149,11 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
             try:
                 if c.state_dir.encode() in open(f"/proc/{d}/cmdline", "rb").read():
                     left.append(d)
-                if node_state["mntns"] and os.readlink(f"/proc/{d}/ns/mnt") == node_state["mntns"]:
-                    left.append(d)
             except OSError:
                 pass
+    # the node's processes by the cluster's id in their environment, not by the number of its mount
+    # namespace alone (cluster_pids.py)
+    left += processes_of(c.state_dir)
     assert not left, f"processes left: {left}"
     assert netns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout

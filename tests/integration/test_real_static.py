@@ -23,7 +23,10 @@ EVERY_NODE = {"dra_cpu_chart_values": {"tolerations": [{"key": TAINT_KEY, "opera
 
 @pytest.fixture(scope="module")
 def static(cluster_factory):
-    c = cluster_factory("real-static", CLUSTER_REAL_NODES=1,
+    # real01 beside a simulated node01 (not the default: one real node alone), the shape this module
+    # was written for: real01 carries the real-node NoExecute taint, so the driver reaches it only
+    # through the widened tolerations
+    c = cluster_factory("real-static", CLUSTER_NODES=1, CLUSTER_REAL_NODES=1,
                         CLUSTER_REAL_NODE_OVERRIDES=json.dumps({NODE: {"cpu_manager_policy": "static"}}))
     yield c
     c.down()   # at the module's end: its kubelet, containerd and pods leave the CPUs to the next modules

@@ -30,6 +30,12 @@ ROLE_CASES = [
     ("reserved_huge_range", {"dra_cpu_reserved_cpus": "0-99999999"}, ["dra_cpu_reserved_cpus: '0-99999999'"]),
     ("reserved_negative", {"dra_cpu_reserved_cpus": "-1"}, ["dra_cpu_reserved_cpus: '-1'"]),
     ("group_by_unknown", {"dra_cpu_group_by": "cell"}, ["dra_cpu_group_by: 'cell'"]),
+    # a grouping the driver knows but that serves no KubeVirt claim (upstream prepares a machine-grouped
+    # claim only with an opaque cpuset config an external scheduler adds): refused, saying why
+    ("group_by_machine", {"dra_cpu_group_by": "machine"},
+     ["dra_cpu_group_by: 'machine' cannot serve a KubeVirt claim", "is targeted by 0 configurations"]),
+    ("chart_values_group_by_machine", {"dra_cpu_chart_values": {"driverConfig": {"groupBy": "machine"}}},
+     ["dra_cpu_chart_values: driverConfig.groupBy: 'machine' cannot serve a KubeVirt claim"]),
     ("device_mode_unknown", {"dra_cpu_cpu_device_mode": "shared"},
      ["value of dra_cpu_cpu_device_mode must be one of", "got: shared"]),
     ("namespace_invalid", {"dra_cpu_namespace": "Bad_Name"}, ["dra_cpu_namespace: 'Bad_Name'"]),

@@ -15,7 +15,11 @@ from collection_artifact import REPO, build, manifest, members, read_member
 SHIPPED_DIRS = ("plugins", "roles", "playbooks", "meta", "docs", "changelogs", "scripts")
 SHIPPED_FILES = ("README.md", "LICENSE", "requirements.txt", "bindep.txt")
 GENERATED = ("MANIFEST.json", "FILES.json")
-MAX_BYTES = 200 * 1024
+# the type hints (issue 31 item 5) add about 6 KiB compressed; moving the harness's
+# docs/test-cluster.md out of the artifact took off more (197,488 bytes with both); verify as a stage
+# of its own (issue 29: its module, action plugin and module_utils/verify/ in place of verify_claim.yml)
+# and its documentation add about 16 KiB (203,471 bytes before it, 219,845 with it)
+MAX_BYTES = 224 * 1024
 # Projects the documents may link to that are not this collection
 OTHER_PROJECTS = {
     "kubernetes-sigs/dra-driver-cpu", "kubernetes/kubernetes", "kubernetes/enhancements",

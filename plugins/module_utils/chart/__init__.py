@@ -7,10 +7,10 @@
 * ``fetch.py``: ``helm pull`` (argv, environment, its errors classified into the role's message)
   and the layout cache by chart digest (the only I/O here besides stage.py reading the chart);
 * ``layout.py``: the chart's values keys and schema -> the layout, the release values, the image
-  (pure);
-* ``values.py``: the version-number rule for the values layout (the fallback when the chart cannot
-  be read) and the deep merge. validate (its provisional ``chart_values``) and preflight (whether a
-  chart version can carry a node affinity) use the same rule.
+  (pure).
+
+The version-number rule for the values layout (the fallback when the chart cannot be read) and the
+deep merge are ``common/chart_values.py``: validate and preflight use the same rule.
 """
 
 from __future__ import absolute_import, division, print_function

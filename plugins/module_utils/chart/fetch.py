@@ -18,7 +18,7 @@
 passes ``AnsibleModule.run_command``, the action plugin (local connection) ``run_subprocess``.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
@@ -29,6 +29,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 CACHE_FORMAT = 1
 
@@ -41,12 +43,12 @@ class FetchError(Exception):
     """The chart cannot be fetched; ``str()`` is the role's failure message."""
 
 
-def is_local(chart):
+def is_local(chart: str) -> bool:
     """A chart directory or .tgz on this machine (read where it is, never pulled)."""
     return bool(chart) and os.path.exists(os.path.expanduser(chart))
 
 
-def pull_argv(helm, chart, destination, version="", plain_http=False):
+def pull_argv(helm: str, chart: str, destination: str, version: str = "", plain_http: bool = False) -> list[str]:
     argv = [helm, "pull", chart, "--destination", destination]
     if version:
         argv += ["--version", version]
@@ -55,17 +57,17 @@ def pull_argv(helm, chart, destination, version="", plain_http=False):
     return argv
 
 
-def pull_env(ca_file=""):
+def pull_env(ca_file: str = "") -> dict[str, Any]:
     return {"SSL_CERT_FILE": os.path.expanduser(ca_file)} if ca_file else {}
 
 
-def error_line(stderr, rc):
+def error_line(stderr: str, rc: int) -> str:
     """helm's last line of error output, or its exit code."""
     lines = (stderr or "").strip().split("\n")
     return lines[-1].strip() or "helm exited with %s" % rc
 
 
-def fetch_failure(chart, chart_version, stderr, rc):
+def fetch_failure(chart: str, chart_version: str, stderr: str, rc: int) -> str:
     """The role's message for a ``helm pull`` that failed with ``stderr`` / ``rc``."""
     error = error_line(stderr, rc)
     if NOT_IN_VERSION.search(error):
@@ -77,7 +79,7 @@ def fetch_failure(chart, chart_version, stderr, rc):
             "installed: %s. %s" % (chart, chart_version, error, hint))
 
 
-def sha256_file(path):
+def sha256_file(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 16), b""):
@@ -85,13 +87,13 @@ def sha256_file(path):
     return "sha256:" + digest.hexdigest()
 
 
-def digest_of(output, tgz):
+def digest_of(output: str, tgz: str) -> str:
     """helm's ``Digest:`` line (OCI) in ``output``, else the sha256 of ``tgz``."""
     found = _DIGEST.search(output or "")
     return found.group(1) if found else sha256_file(tgz)
 
 
-def cache_path(cache_dir, digest):
+def cache_path(cache_dir: str, digest: str) -> str:
     if not cache_dir or not digest:
         return ""
     algo, _sep, hexpart = digest.partition(":")
@@ -100,7 +102,7 @@ def cache_path(cache_dir, digest):
     return os.path.join(os.path.expanduser(cache_dir), "charts", "%s-%s.json" % (algo, hexpart))
 
 
-def cache_read(cache_dir, digest):
+def cache_read(cache_dir: str, digest: str) -> dict[str, Any] | None:
     """The cached entry for ``digest`` ({metadata, image_defaults, layout, schema_requirements}) or None."""
     path = cache_path(cache_dir, digest)
     if not path:
@@ -115,7 +117,7 @@ def cache_read(cache_dir, digest):
     return entry
 
 
-def cache_write(cache_dir, digest, entry):
+def cache_write(cache_dir: str, digest: str, entry: dict[str, Any]) -> str:
     """Write ``entry`` for ``digest`` atomically; returns the path, or '' when it could not."""
     path = cache_path(cache_dir, digest)
     if not path:
@@ -132,7 +134,7 @@ def cache_write(cache_dir, digest, entry):
     return path
 
 
-def run_subprocess(argv, env):
+def run_subprocess(argv: list[str], env: dict[str, Any]) -> tuple[int, str, str]:
     """(rc, stdout, stderr) of ``argv`` with ``env`` laid over this process's environment."""
     full = dict(os.environ)
     full.update(env or {})
@@ -147,18 +149,19 @@ def run_subprocess(argv, env):
 class PulledChart(object):
     """A chart pulled into a temporary directory; ``cleanup()`` removes it."""
 
-    def __init__(self, tmpdir, tgz, digest):
+    def __init__(self, tmpdir: str, tgz: str, digest: str) -> None:
         self.tmpdir = tmpdir
         self.tgz = tgz
         self.digest = digest
 
-    def cleanup(self):
+    def cleanup(self) -> None:
         if self.tmpdir:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = ""
 
 
-def fetch_chart(run, helm, chart, chart_version="", plain_http=False, ca_file="", message_version=None):
+def fetch_chart(run: Callable[..., tuple[int, str, str]], helm: str, chart: str, chart_version: str = "",
+                plain_http: bool = False, ca_file: str = "", message_version: str | None = None) -> PulledChart:
     """``helm pull`` ``chart`` into a new temporary directory. Returns a PulledChart (the caller
     calls ``cleanup()``); raises FetchError with the role's message (the directory already removed)."""
     tmpdir = tempfile.mkdtemp(prefix="dra-cpu-chart-")

@@ -20,13 +20,14 @@ and the missing key, raised before anything is written. The version-number rule
 without helm). Must not run helm or read files: the role and the ``chart_layout`` module do.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import copy
+from typing import Any
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import values as cv
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
 
 # keys of the driver's config file (upstream main's driverConfig); used only when a chart has an
 # empty driverConfig map and no schema that lists its keys
@@ -38,7 +39,7 @@ class ChartLayoutError(ValueError):
     """A setting the role must pass has no key in the chart."""
 
 
-def _resolve(root, node, depth=0):
+def _resolve(root: dict[str, Any], node: dict[str, Any], depth: int = 0) -> dict[str, Any]:
     """``node`` with a ``$ref`` into ``root``'s ``$defs`` (``#/$defs/x`` or an ``$id``) followed."""
     if not isinstance(node, dict) or "$ref" not in node or depth > 8:
         return node if isinstance(node, dict) else {}
@@ -63,11 +64,11 @@ def _resolve(root, node, depth=0):
     return merged
 
 
-def _schema_properties(schema, path):
+def _schema_properties(schema: dict[str, Any] | None, path: tuple[str, ...]) -> set[str] | None:
     """Property names of the object at ``path`` in ``schema``; None when the schema does not say."""
     if not isinstance(schema, dict):
         return None
-    node = schema
+    node: Any = schema
     for part in path:
         node = _resolve(schema, node)
         node = (node.get("properties") or {}).get(part)
@@ -78,12 +79,12 @@ def _schema_properties(schema, path):
     return set(props) if isinstance(props, dict) else None
 
 
-def _has_top(values, schema, key):
+def _has_top(values: dict[str, Any], schema: dict[str, Any] | None, key: str) -> bool:
     top = _schema_properties(schema, ()) or set()
     return key in (values or {}) or key in top
 
 
-def section_keys(values, schema, section):
+def section_keys(values: dict[str, Any], schema: dict[str, Any] | None, section: str) -> set[str] | None:
     """The keys the chart has under ``section`` (``args`` / ``driverConfig``); None: no such value."""
     if not _has_top(values, schema, section):
         return None
@@ -96,7 +97,7 @@ def section_keys(values, schema, section):
     return set(DRIVER_CONFIG_KEYS) if section == cv.DRIVER_CONFIG else set()
 
 
-def required_settings(reserved_cpus="", group_by="", cpu_device_mode="grouped"):
+def required_settings(reserved_cpus: str = "", group_by: str = "", cpu_device_mode: str = "grouped") -> dict[str, Any]:
     """The driver settings the role passes: {chart key: value}. reservedCPUs is always set (an
     upgrade then clears an earlier value); groupBy only when not the chart's default."""
     settings = {"reservedCPUs": reserved_cpus or ""}
@@ -107,13 +108,13 @@ def required_settings(reserved_cpus="", group_by="", cpu_device_mode="grouped"):
     return settings
 
 
-def chart_label(metadata, chart_ref):
+def chart_label(metadata: dict[str, Any], chart_ref: str) -> str:
     """``<reference or name> <version>``, how the messages name a chart."""
     return "%s %s" % (chart_ref or (metadata or {}).get("name") or "the chart",
                       (metadata or {}).get("version") or "(version unknown)")
 
 
-def _split_image(image):
+def _split_image(image: str) -> tuple[str, str]:
     """``repo[:tag]`` -> (repo, tag or ''); a ``:`` inside a registry host:port is not a tag."""
     text = (image or "").strip()
     if "@" in text:
@@ -125,7 +126,8 @@ def _split_image(image):
     return text, ""
 
 
-def chart_layout(metadata, values, schema=None, chart_ref=""):
+def chart_layout(metadata: dict[str, Any], values: dict[str, Any], schema: dict[str, Any] | None = None,
+                 chart_ref: str = "") -> dict[str, Any]:
     """What the chart at hand has: ``{values_key, keys, node_selector, affinity, image_keys}``."""
     dc_keys = section_keys(values, schema, cv.DRIVER_CONFIG)
     args_keys = section_keys(values, schema, cv.ARGS)
@@ -149,7 +151,7 @@ def chart_layout(metadata, values, schema=None, chart_ref=""):
     }
 
 
-def fallback_layout(chart_version, chart_ref=""):
+def fallback_layout(chart_version: str, chart_ref: str = "") -> dict[str, Any]:
     """The layout by the version-number rule, for when the chart cannot be read (check mode)."""
     key = cv.values_key(chart_version)
     newer = key == cv.DRIVER_CONFIG
@@ -164,7 +166,8 @@ def fallback_layout(chart_version, chart_ref=""):
     }
 
 
-def release_values(layout, settings, user_values=None, image=""):
+def release_values(layout: dict[str, Any], settings: dict[str, Any], user_values: dict[str, Any] | None = None,
+                   image: str = "") -> dict[str, Any]:
     """The ``release_values`` for the chart ``layout``: the settings under the chart's key, the
     ``image`` override (``repo[:tag]``, '' = the chart's default) through image.repository/tag,
     then ``user_values`` deep-merged last. Raises ChartLayoutError naming the missing key."""
@@ -192,14 +195,14 @@ def release_values(layout, settings, user_values=None, image=""):
     return cv.deep_merge(values, user_values or {})
 
 
-def node_placement(layout, user_values):
+def node_placement(layout: dict[str, Any], user_values: dict[str, Any]) -> dict[str, Any]:
     """The nodeSelector the DaemonSet will really use: the user's, only when the chart has one."""
     if not layout.get("node_selector"):
         return {}
     return copy.deepcopy((user_values or {}).get("nodeSelector") or {})
 
 
-def image_of(values_defaults, metadata, release_vals):
+def image_of(values_defaults: dict[str, Any], metadata: dict[str, Any], release_vals: dict[str, Any]) -> str:
     """``repository:tag`` the release will run: the chart's image values with the release values
     merged over them; an empty tag is the chart's appVersion."""
     merged = cv.deep_merge({"image": (values_defaults or {}).get("image") or {}},
@@ -209,14 +212,14 @@ def image_of(values_defaults, metadata, release_vals):
     return "%s:%s" % (repo, tag) if tag else repo
 
 
-def chart_line(version, layout):
+def chart_line(version: str, layout: dict[str, Any]) -> str:
     """``chart <version> (values onto <key>.*)``, with where the mapping comes from when it is not
     the chart itself (``version rule (the chart could not be read)``)."""
     source = "" if layout["source"] == "chart" else ", %s" % layout["source"]
     return "chart %s (values onto %s.*%s)" % (version or "(newest)", layout["values_key"], source)
 
 
-def report_line(layout):
+def report_line(layout: dict[str, Any]) -> str:
     """One line for the release report: which mapping was used and why."""
     extra = [k for k in ("nodeSelector", "affinity")
              if layout.get({"nodeSelector": "node_selector", "affinity": "affinity"}[k])]

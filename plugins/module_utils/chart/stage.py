@@ -12,17 +12,19 @@ the stage stays one call. The module and the action plugin (in-process on a loca
 both call it, with the same ``argument_spec()``.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import json
 import os
 import tarfile
+from collections.abc import Callable
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import fetch as cf
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import layout as cl
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import values as cv
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm import find as helm_find
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import (
     helm_choice,
@@ -32,12 +34,12 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema imp
 try:
     import yaml
 except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
-    yaml = None
+    yaml = None  # type: ignore[assignment]  # no PyYAML on the target: the chart stage says so
 
 FILES = ("Chart.yaml", "values.yaml", "values.schema.json")
 
 
-def argument_spec():
+def argument_spec() -> dict[str, Any]:
     """The typed options of kubevirtci.dra_cpu.chart_layout (module and action plugin)."""
     return dict(
         path=dict(type="path", default=""),
@@ -66,7 +68,7 @@ class ChartReadError(ValueError):
     """The chart's files cannot be read or parsed."""
 
 
-def _chart_dir(path):
+def _chart_dir(path: str) -> str:
     """The directory holding Chart.yaml: ``path`` itself or its only subdirectory (helm pull --untar)."""
     if os.path.isfile(os.path.join(path, "Chart.yaml")):
         return path
@@ -77,9 +79,9 @@ def _chart_dir(path):
     return subs[0]
 
 
-def read_chart(path):
+def read_chart(path: str) -> dict[str, Any]:
     """{file name: text or None} from a chart directory or .tgz."""
-    found = dict((name, None) for name in FILES)
+    found: dict[str, str | None] = dict((name, None) for name in FILES)
     if os.path.isdir(path):
         top = _chart_dir(path)
         for name in FILES:
@@ -92,11 +94,13 @@ def read_chart(path):
         for member in tar.getmembers():
             parts = member.name.split("/")
             if len(parts) == 2 and parts[1] in FILES and member.isfile():
-                found[parts[1]] = tar.extractfile(member).read().decode("utf-8")
+                data = tar.extractfile(member)
+                if data is not None:  # a regular file always has one
+                    found[parts[1]] = data.read().decode("utf-8")
     return found
 
 
-def parse_chart(path):
+def parse_chart(path: str) -> dict[str, Any]:
     """The cacheable facts of the chart at ``path``: {metadata, image_defaults, layout,
     schema_requirements} (the layout without the chart reference, which is added on use)."""
     try:
@@ -119,7 +123,8 @@ def parse_chart(path):
     }
 
 
-def _entry(p, run, check_mode):
+def _entry(p: dict[str, Any], run: Callable[..., tuple[int, str, str]],
+           check_mode: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(entry or None, facts about where it came from). Raises FetchError / ChartReadError."""
     where = {"source": "fallback", "digest": "", "cache": ""}
     if p["helm"] is None:  # the options before the module fetched: path or the fallback
@@ -148,7 +153,7 @@ def _entry(p, run, check_mode):
         pulled.cleanup()
 
 
-def _choice(requirements, p):
+def _choice(requirements: dict[str, Any] | None, p: dict[str, Any]) -> dict[str, Any]:
     """helm_choice, and for a download the downloaded helm checked upfront (its version is known)."""
     choice = helm_choice(requirements, p["helm_version"], p["helm_source"],
                          binary=p["helm_binary_configured"], wanted_version=p["wanted_helm_version"])
@@ -160,7 +165,8 @@ def _choice(requirements, p):
     return choice
 
 
-def chart_result(params, run=cf.run_subprocess, check_mode=False):
+def chart_result(params: dict[str, Any], run: Callable[..., tuple[int, str, str]] = cf.run_subprocess,
+                 check_mode: bool = False) -> dict[str, Any]:
     """The module's result for checked ``params`` (``failed`` + ``msg`` when it fails)."""
     p = params
     try:
@@ -221,7 +227,8 @@ def chart_result(params, run=cf.run_subprocess, check_mode=False):
     return result
 
 
-def replace_helm(result, p, check_mode, tool=None):
+def replace_helm(result: dict[str, Any], p: dict[str, Any], check_mode: bool,
+                 tool: Callable[..., dict[str, Any]] | None = None) -> None:
     """helm from PATH cannot validate the chart's schema: download ``wanted_helm_version`` (the helm
     stage's own rules and checks, forced) into ``result["helm"]``, its lines onto the report."""
     params = dict((key, spec.get("default")) for key, spec in helm_find.argument_spec().items())

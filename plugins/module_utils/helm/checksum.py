@@ -8,18 +8,19 @@ release notes) in a map ``version -> platform -> sha256``; the role variable
 the pin only; an unpinned one falls back to the mirror's ``.sha256sum`` and the role says so.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import re
+from typing import Any
 
 VARIABLE = "dra_cpu_helm_checksums"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _PLATFORM = re.compile(r"^[a-z0-9]+-[a-z0-9]+$")
 
 
-def check_checksums(checksums, variable=VARIABLE):
+def check_checksums(checksums: Any, variable: str = VARIABLE) -> list[str]:
     """Errors (strings naming ``variable`` and the bad value) for a malformed checksum map."""
     if checksums is None:
         return []
@@ -41,13 +42,13 @@ def check_checksums(checksums, variable=VARIABLE):
     return errors
 
 
-def _version_keys(version):
+def _version_keys(version: str) -> list[str]:
     version = str(version).strip()
     bare = version[1:] if version.startswith("v") else version
     return [version, "v" + bare, bare]
 
 
-def choose_checksum(checksums, version, platform):
+def choose_checksum(checksums: Any, version: str, platform: str) -> dict[str, Any]:
     """The check for helm ``version`` on ``platform``.
 
     Returns ``{"pinned": True, "sha256": <hex>}`` when the map pins it (a version is looked up with
@@ -64,9 +65,9 @@ def choose_checksum(checksums, version, platform):
     return {"pinned": False, "sha256": None}
 
 
-def merge_checksums(pinned, overrides):
+def merge_checksums(pinned: dict[str, Any] | None, overrides: dict[str, Any] | str | None) -> dict[str, Any] | str:
     """The collection's pins with ``overrides`` (the role variable) laid over them, per platform."""
-    merged = {}
+    merged: dict[str, Any] = {}
     for source in (pinned or {}, overrides or {}):
         if not isinstance(source, dict):
             return source  # reported by check_checksums

@@ -11,7 +11,7 @@ what it wrote, the directories it made included. Which sha256 applies is ``check
 download is needed at all, ``find.py``.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
@@ -21,6 +21,8 @@ import re
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 from ansible.module_utils.urls import open_url
 
@@ -45,47 +47,47 @@ _CHUNK = 1024 * 1024
 class DownloadError(Exception):
     """A download that was refused (``kind`` 'mismatch', with ``got``) or that failed ('fetch')."""
 
-    def __init__(self, message, kind="fetch", got=None, expected=None):
+    def __init__(self, message: str, kind: str = "fetch", got: str | None = None, expected: str | None = None) -> None:
         super(DownloadError, self).__init__(message)
         self.kind = kind
         self.got = got
         self.expected = expected
 
 
-def platform_of(system, machine):
+def platform_of(system: str, machine: str) -> str:
     """helm's ``<os>-<arch>`` for ``os.uname()``'s sysname and machine, '' without a helm build."""
     name = "%s-%s" % (str(system or "").lower(), ARCH.get(str(machine or ""), ""))
     return name if _PLATFORM.match(name) else ""
 
 
-def no_build_message(system, machine):
+def no_build_message(system: str, machine: str) -> str:
     return ("No helm build for %s/%s: install helm v3 >= 3.13 yourself and set dra_cpu_helm_binary "
             "to its path." % (system, machine))
 
 
-def release_name(version):
+def release_name(version: str) -> str:
     """``vX.Y.Z`` for a helm version given with or without its leading ``v``."""
     version = str(version or "").strip()
     return version if version.startswith("v") else "v" + version
 
 
-def tarball_url(mirror, version, platform):
+def tarball_url(mirror: str, version: str, platform: str) -> str:
     return "%s/helm-%s-%s.tar.gz" % (str(mirror).rstrip("/"), release_name(version), platform)
 
 
-def version_dir(cache_dir, version):
+def version_dir(cache_dir: str, version: str) -> str:
     return os.path.join(os.path.expanduser(cache_dir), release_name(version))
 
 
-def cached_binary(cache_dir, version, platform):
+def cached_binary(cache_dir: str, version: str, platform: str) -> str:
     return os.path.join(version_dir(cache_dir, version), platform, "helm")
 
 
-def is_executable(path):
+def is_executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def parse_sha256sum(text, name):
+def parse_sha256sum(text: str, name: str) -> str | None:
     """The digest a ``.sha256sum`` file gives for file ``name`` (None when it gives none).
 
     Accepts ``<sha256>`` alone, ``<sha256>  <name>`` (also ``*<name>``, ``./<name>``) and a list
@@ -102,19 +104,19 @@ def parse_sha256sum(text, name):
     return None
 
 
-def check_text(sha256):
+def check_text(sha256: str | None) -> str:
     """How a download is verified, for the messages: the pin, or the mirror's file."""
     return "the pinned sha256 %s" % sha256 if sha256 else "the mirror's .sha256sum"
 
 
-def refusal_message(version, platform, url, pinned, got):
+def refusal_message(version: str, platform: str, url: str, pinned: str, got: str | None) -> str:
     return ("Refusing helm %s for %s from %s: dra_cpu_helm_checksums pins sha256 %s, the mirror served "
             "a file with sha256 %s. Nothing was unpacked and nothing was installed. Point "
             "dra_cpu_helm_mirror at a mirror that serves helm's own release files, or put helm v3 >= "
             "3.13 on PATH / in dra_cpu_helm_binary." % (release_name(version), platform, url, pinned, got))
 
 
-def failure_message(version, url, sha256, error):
+def failure_message(version: str, url: str, sha256: str | None, error: DownloadError) -> str:
     """A download that failed (or whose tarball differs from the mirror's own .sha256sum)."""
     check = "pinned %s" % sha256 if sha256 else url + ".sha256sum"
     mismatch = ("The tarball does not match its published sha256: the mirror serves a different file. "
@@ -125,7 +127,7 @@ def failure_message(version, url, sha256, error):
             % (release_name(version), url, check, mismatch, str(error).rstrip(".")))
 
 
-def _read(url, timeout, opener):
+def _read(url: str, timeout: int, opener: Callable[..., Any]) -> Any:
     try:
         response = opener(url, timeout=timeout)
     except Exception as exc:  # urllib's URLError/HTTPError, socket errors, ValueError for a bad URL
@@ -133,7 +135,7 @@ def _read(url, timeout, opener):
     return response
 
 
-def mirror_sha256(url, timeout=60, opener=open_url):
+def mirror_sha256(url: str, timeout: int = 60, opener: Callable[..., Any] = open_url) -> str:
     """The sha256 the mirror publishes for ``url`` in ``<url>.sha256sum``."""
     response = _read(url + ".sha256sum", timeout, opener)
     try:
@@ -148,7 +150,7 @@ def mirror_sha256(url, timeout=60, opener=open_url):
     return digest
 
 
-def _fetch(url, directory, timeout, opener):
+def _fetch(url: str, directory: str, timeout: int, opener: Callable[..., Any]) -> tuple[str, str]:
     """The tarball in a temporary file in ``directory``: (path, sha256)."""
     response = _read(url, timeout, opener)
     fd, path = tempfile.mkstemp(prefix=".helm-", suffix=".tar.gz.part", dir=directory)
@@ -169,7 +171,7 @@ def _fetch(url, directory, timeout, opener):
     return path, digest.hexdigest()
 
 
-def _unpack(tarball, member_name, dest):
+def _unpack(tarball: str, member_name: str, dest: str) -> None:
     """Only ``member_name`` of ``tarball``, as the executable ``dest`` (moved into place whole)."""
     try:
         with tarfile.open(tarball, "r:gz") as tar:
@@ -180,6 +182,8 @@ def _unpack(tarball, member_name, dest):
             if not member.isfile():
                 raise DownloadError("%s in the tarball is not a regular file" % member_name)
             source = tar.extractfile(member)
+            if source is None:  # a regular file always has one
+                raise DownloadError("%s in the tarball is not a regular file" % member_name)
             fd, part = tempfile.mkstemp(prefix=".helm-", suffix=".part", dir=os.path.dirname(dest))
             try:
                 with os.fdopen(fd, "wb") as out:
@@ -193,14 +197,14 @@ def _unpack(tarball, member_name, dest):
         raise DownloadError("cannot unpack %s from the tarball: %s" % (member_name, exc))
 
 
-def _remove(path):
+def _remove(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:
         pass
 
 
-def _makedirs(path, made):
+def _makedirs(path: str, made: list[str]) -> None:
     """``os.makedirs`` recording the directories it creates in ``made`` (outermost first)."""
     if path and not os.path.isdir(path):
         _makedirs(os.path.dirname(path), made)
@@ -208,14 +212,15 @@ def _makedirs(path, made):
         made.append(path)
 
 
-def download(url, dest, platform, sha256=None, timeout=60, opener=open_url):
+def download(url: str, dest: str, platform: str, sha256: str | None = None, timeout: int = 60,
+             opener: Callable[..., Any] = open_url) -> str:
     """Fetch ``url``, verify it, unpack ``<platform>/helm`` as ``dest``.
 
     ``sha256``: the pinned digest, or None to check against the mirror's ``<url>.sha256sum``.
     Returns the sha256 verified. Raises DownloadError (``kind`` 'mismatch' with ``got`` when the
     tarball differs) after removing everything it wrote.
     """
-    made = []
+    made: list[str] = []
     try:
         try:
             _makedirs(os.path.dirname(dest), made)

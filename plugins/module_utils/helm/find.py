@@ -10,7 +10,7 @@ for this platform, cached or downloaded (``download.py``; check mode only descri
 ``report_*`` lines are pure; ``helm_tool`` runs helm through the ``run``/``which`` it is given.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
@@ -18,6 +18,8 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm import download as dl
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.checksum import (
@@ -25,12 +27,15 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.checksum i
     merge_checksums,
 )
 
+# ``run(argv) -> (rc, stdout)``: how a helm command is run
+Runner = Callable[[list[str]], tuple[int, str]]
+
 USABLE_FROM = (3, 13, 0)
 USABLE_BELOW = (4, 0, 0)
 _VERSION = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)")
 
 
-def argument_spec():
+def argument_spec() -> dict[str, Any]:
     """The options of kubevirtci.dra_cpu.helm_tool (the module's DOCUMENTATION describes them)."""
     return dict(
         binary=dict(type="str", default=""),
@@ -45,23 +50,23 @@ def argument_spec():
     )
 
 
-def parse_helm_version(text):
+def parse_helm_version(text: str | None) -> str:
     """``X.Y.Z`` (no ``v``) from ``helm version --short`` output such as ``v3.18.4+g...``; '' if none."""
     found = _VERSION.search(str(text or ""))
     return "%s.%s.%s" % found.groups() if found else ""
 
 
-def _release(version):
+def _release(version: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in version.split(".")) if version else None
 
 
-def usable(version):
+def usable(version: str) -> bool:
     """Whether helm ``version`` (``X.Y.Z``) can be the role's helm from PATH: v3, >= 3.13."""
     release = _release(parse_helm_version(version))
     return release is not None and USABLE_FROM <= release < USABLE_BELOW
 
 
-def choose(binary, path_found, path_rc, path_version, force_download):
+def choose(binary: str, path_found: str | None, path_rc: int | None, path_version: str, force_download: bool) -> str:
     """'binary', 'path' or 'download' (pure: what was found is passed in)."""
     if force_download:
         return "download"
@@ -72,21 +77,21 @@ def choose(binary, path_found, path_rc, path_version, force_download):
     return "download"
 
 
-def _v(version):
+def _v(version: str) -> str:
     return "v" + version if version else "unknown version"
 
 
-def report_binary(binary, version):
+def report_binary(binary: str, version: str) -> str:
     if version:
         return "helm: %s, dra_cpu_helm_binary %s" % (_v(version), binary)
     return "helm: dra_cpu_helm_binary %s (its version is unknown)" % binary
 
 
-def report_path(version):
+def report_path(version: str) -> str:
     return "helm: %s from PATH" % _v(version)
 
 
-def report_path_unusable(path_found, path_rc, path_version):
+def report_path_unusable(path_found: str | None, path_rc: int | None, path_version: str) -> str:
     """Why helm on PATH is not used ('' when there is none)."""
     if not path_found:
         return ""
@@ -96,31 +101,31 @@ def report_path_unusable(path_found, path_rc, path_version):
             % (_v(path_version), USABLE_FROM[0], USABLE_FROM[1]))
 
 
-def report_not_pinned(version, platform, url):
+def report_not_pinned(version: str, platform: str, url: str) -> str:
     return ("helm %s for %s is not pinned (dra_cpu_helm_checksums): its tarball is checked against the "
             "mirror's own %s.sha256sum, which catches corruption but not a mirror serving another file"
             % (dl.release_name(version), platform, url))
 
 
-def report_download(version, dest, sha256):
+def report_download(version: str, dest: str, sha256: str | None) -> str:
     how = ("sha256 verified against the pinned %s" % sha256 if sha256
            else "sha256 verified against the mirror's .sha256sum; not pinned")
     return "helm: downloaded %s to %s (%s)" % (dl.release_name(version), dest, how)
 
 
-def report_would_download(url, sha256, dest):
+def report_would_download(url: str, sha256: str | None, dest: str) -> str:
     against = ("the pinned sha256 %s" % sha256) if sha256 else url + ".sha256sum"
     return ("helm: none yet (check mode: it would be downloaded from %s, verified against %s and "
             "unpacked to %s)" % (url, against, dest))
 
 
-def report_cached(version, dest):
+def report_cached(version: str, dest: str) -> str:
     return "helm: %s, cached %s" % (dl.release_name(version), dest)
 
 
-def subprocess_runner(timeout=60):
+def subprocess_runner(timeout: int = 60) -> Runner:
     """``run(argv) -> (rc, stdout)`` with subprocess (the action plugin's, in the controller)."""
-    def run(argv):
+    def run(argv: list[str]) -> tuple[int, str]:
         try:
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   timeout=timeout, check=False)
@@ -130,12 +135,15 @@ def subprocess_runner(timeout=60):
     return run
 
 
-def _result(source, path, cmd, version, report, missing=False, changed=False):
+def _result(source: str, path: str, cmd: str, version: str, report: list[str], missing: bool = False,
+            changed: bool = False) -> dict[str, Any]:
     return {"changed": changed, "source": source, "path": path, "cmd": cmd, "version": version,
             "missing": missing, "report": report}
 
 
-def helm_tool(params, check_mode, run, which=shutil.which, uname=os.uname, opener=None):
+def helm_tool(params: dict[str, Any], check_mode: bool, run: Runner, which: Callable[[str], str | None] = shutil.which,
+              uname: Callable[[], Sequence[str]] = os.uname,
+              opener: Callable[..., Any] | None = None) -> dict[str, Any]:
     """The module's result for validated ``params``.
 
     ``run(argv) -> (rc, stdout)`` runs a helm command, ``which(name)`` finds one on PATH,
@@ -143,9 +151,11 @@ def helm_tool(params, check_mode, run, which=shutil.which, uname=os.uname, opene
     """
     binary = str(params.get("binary") or "").strip()
     force = bool(params.get("force_download"))
-    report = []
+    report: list[str] = []
 
-    path_found, path_rc, path_version = None, None, ""
+    path_found: str | None = None
+    path_rc: int | None = None
+    path_version = ""
     if binary and not force:
         rc, out = run([binary, "version", "--short"])
         version = parse_helm_version(out) if rc == 0 else ""
@@ -163,7 +173,8 @@ def helm_tool(params, check_mode, run, which=shutil.which, uname=os.uname, opene
     return _download(params, check_mode, report, uname, opener)
 
 
-def _download(params, check_mode, report, uname, opener):
+def _download(params: dict[str, Any], check_mode: bool, report: list[str], uname: Callable[[], Sequence[str]],
+              opener: Callable[..., Any] | None) -> dict[str, Any]:
     version = str(params.get("version") or "").strip()
     if not version:
         return {"failed": True, "msg": "No usable helm was found and no helm version to download was "
@@ -188,7 +199,7 @@ def _download(params, check_mode, report, uname, opener):
     if check_mode:
         return _result("download", dest, dest, bare, report + [report_would_download(url, sha256, dest)] + note,
                        missing=True)
-    kwargs = {"opener": opener} if opener else {}
+    kwargs: dict[str, Any] = {"opener": opener} if opener else {}
     try:
         dl.download(url, dest, platform, sha256=sha256, timeout=params.get("timeout") or 60, **kwargs)
     except dl.DownloadError as exc:

@@ -30,15 +30,17 @@ Hence the result separates:
   ``$defs``), for the messages.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 from ansible.module_utils.six import binary_type, string_types
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
     VersionError,
     parse_version,
 )
@@ -71,11 +73,11 @@ _SCHEMA_VALUES = (
 )
 
 
-def _pointer_escape(name):
+def _pointer_escape(name: str) -> str:
     return str(name).replace("~", "~0").replace("/", "~1")
 
 
-def _walk(node, path="#"):
+def _walk(node: dict[str, Any] | bool | None, path: str = "#") -> Iterator[tuple[str, dict[str, Any]]]:
     """(JSON pointer, schema object) for ``node`` and every subschema below it."""
     if not isinstance(node, dict):
         return
@@ -94,12 +96,12 @@ def _walk(node, path="#"):
             yield from _walk(child, "%s/%s" % (path, key))
 
 
-def _local_target(root, ref):
+def _local_target(root: dict[str, Any], ref: object) -> dict[str, Any] | None:
     """The schema a ``$ref`` names inside ``root`` (``#/...`` pointer or a ``$defs`` ``$id``)."""
     if not isinstance(ref, string_types):
         return None
     if ref.startswith("#/"):
-        node = root
+        node: Any = root
         for part in ref[2:].split("/"):
             part = part.replace("~1", "/").replace("~0", "~")
             node = node.get(part) if isinstance(node, dict) else None
@@ -110,7 +112,7 @@ def _local_target(root, ref):
     return None
 
 
-def load_schema(schema):
+def load_schema(schema: Any) -> dict[str, Any] | None:
     """A schema given as JSON text, bytes or an already parsed object -> dict (or None)."""
     if schema is None or schema == "":
         return None
@@ -121,7 +123,7 @@ def load_schema(schema):
     return schema if isinstance(schema, dict) else None
 
 
-def schema_requirements(schema):
+def schema_requirements(schema: dict[str, Any] | str | None) -> dict[str, Any]:
     """What validating ``schema`` (a chart's values.schema.json) needs from helm.
 
     Returns ``{min_helm, draft, reasons, misread}``: ``misread`` lists the constructs an older helm
@@ -129,7 +131,7 @@ def schema_requirements(schema):
     are any, else ''. ``reasons`` adds what is only declared newer than draft 7.
     """
     root = load_schema(schema)
-    result = {"min_helm": "", "draft": "", "reasons": [], "misread": []}
+    result: dict[str, Any] = {"min_helm": "", "draft": "", "reasons": [], "misread": []}
     if root is None:
         return result
     result["draft"] = root.get("$schema") if isinstance(root.get("$schema"), string_types) else ""
@@ -160,7 +162,7 @@ def schema_requirements(schema):
     return result
 
 
-def _older(helm_version, minimum):
+def _older(helm_version: str, minimum: str) -> bool | None:
     """True when ``helm_version`` is known and below ``minimum``; None when it is unknown."""
     try:
         found = parse_version(str(helm_version or "").strip())
@@ -171,13 +173,14 @@ def _older(helm_version, minimum):
     return found.release < parse_version(minimum).release
 
 
-def _summary(requirements, limit=3):
+def _summary(requirements: dict[str, Any], limit: int = 3) -> str:
     items = requirements.get("misread") or []
     text = "; ".join(items[:limit])
     return text + ("; ..." if len(items) > limit else "")
 
 
-def helm_choice(requirements, helm_version, source, binary="", wanted_version=""):
+def helm_choice(requirements: dict[str, Any] | None, helm_version: str, source: str, binary: str = "",
+                wanted_version: str = "") -> dict[str, Any]:
     """Use the helm found, download ``dra_cpu_helm_version`` instead, or fail.
 
     ``source``: 'path' (helm on PATH), 'binary' (``dra_cpu_helm_binary``, given as ``binary``) or

@@ -15,7 +15,7 @@ Also here: which kubeconfig and context a module's client was built from (``clie
 the role can say which cluster it is about to change.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
@@ -24,6 +24,8 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -42,7 +44,7 @@ SECRET_CLUSTER_FIELDS = frozenset(("certificate-authority-data",))
 _SECRET_KEY_RE = re.compile(r"(token|secret|password|passwd|key)", re.IGNORECASE)
 
 
-def auth_argument_spec(base):
+def auth_argument_spec(base: dict[str, Any]) -> dict[str, Any]:
     """A copy of kubernetes.core's ``AUTH_ARG_SPEC`` (``base``): secrets no_log, kubeconfig not."""
     spec = copy.deepcopy(base)
     for name in SECRET_OPTIONS:
@@ -54,11 +56,11 @@ def auth_argument_spec(base):
     return spec
 
 
-def _strings(value):
+def _strings(value: object) -> set[str]:
     """Every non-empty string inside ``value`` (str, list or dict values)."""
     if isinstance(value, str):
         return {value} if value else set()
-    found = set()
+    found: set[str] = set()
     if isinstance(value, dict):
         for item in value.values():
             found |= _strings(item)
@@ -68,7 +70,7 @@ def _strings(value):
     return found
 
 
-def _user_secrets(user):
+def _user_secrets(user: object) -> set[str]:
     if not isinstance(user, dict):
         return set()
     found = set()
@@ -89,7 +91,7 @@ def _user_secrets(user):
     return found
 
 
-def kubeconfig_secrets(kubeconfig):
+def kubeconfig_secrets(kubeconfig: dict[str, Any] | str | None) -> set[str]:
     """The secret strings of a dict kubeconfig: the values to hide in everything a module returns.
 
     Secret: ``users[].user`` ``token``, ``password``, ``client-key-data``, the credential keys of
@@ -101,7 +103,7 @@ def kubeconfig_secrets(kubeconfig):
     """
     if not isinstance(kubeconfig, dict):
         return set()
-    found = set()
+    found: set[str] = set()
     for entry in kubeconfig.get("users") or []:
         if isinstance(entry, dict):
             found |= _user_secrets(entry.get("user"))
@@ -113,7 +115,7 @@ def kubeconfig_secrets(kubeconfig):
     return found
 
 
-def may_hold_no_log_value(data, no_log_values):
+def may_hold_no_log_value(data: dict[str, Any], no_log_values: set[str]) -> bool:
     """Whether ansible's ``remove_values(data, no_log_values)`` could change anything in ``data``.
 
     False only when no value occurs in ``data``'s JSON text, raw or JSON-escaped: JSON escapes each
@@ -145,12 +147,12 @@ class RedactingModule(AnsibleModule):
 
     _facts_as_they_are = None
 
-    def _load_params(self):
+    def _load_params(self) -> None:
         super(RedactingModule, self)._load_params()
         kubeconfig = (self.params or {}).get("kubeconfig")
         self.no_log_values.update(kubeconfig_secrets(kubeconfig))
 
-    def _return_formatted(self, kwargs):
+    def _return_formatted(self, kwargs: dict[str, Any]) -> None:
         facts = kwargs.get("ansible_facts")
         if (facts and hasattr(AnsibleModule, "_record_module_result")
                 and not may_hold_no_log_value(facts, self.no_log_values)):
@@ -158,7 +160,7 @@ class RedactingModule(AnsibleModule):
             kwargs["ansible_facts"] = {}
         super(RedactingModule, self)._return_formatted(kwargs)
 
-    def _record_module_result(self, o):
+    def _record_module_result(self, o: dict[str, Any]) -> None:
         if self._facts_as_they_are is not None:
             o["ansible_facts"] = self._facts_as_they_are
         text = plain_json(o) if module_profile() == LEGACY_PROFILE else None
@@ -176,13 +178,13 @@ class RedactingModule(AnsibleModule):
 LEGACY_PROFILE = "legacy"
 
 
-def module_profile():
+def module_profile() -> str | None:
     """The serialization profile the controller gave this module run (None when unknown)."""
     from ansible.module_utils import basic
     return getattr(basic, "_ANSIBLE_PROFILE", None)
 
 
-def plain_json(result):
+def plain_json(result: dict[str, Any]) -> str | None:
     """``result`` as the legacy module encoder writes it, when it holds only what the standard
     library encodes the same way (dicts, lists, tuples, str, numbers, booleans, None); else None
     (ansible-core's own encoder then writes it, warnings and deprecations objects included)."""
@@ -195,7 +197,8 @@ def plain_json(result):
 # ------------------------------------------------------------------ which cluster a client targets
 
 
-def client_source(params, environ=None):
+def client_source(params: dict[str, Any] | None,
+                  environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, Any] | str | None, str | None]:
     """Where kubernetes.core takes the connection from, as ``(kind, kubeconfig, context)``.
 
     Mirrors kubernetes.core's resolution: the module options, else ``K8S_AUTH_KUBECONFIG`` /
@@ -208,7 +211,7 @@ def client_source(params, environ=None):
     env = os.environ if environ is None else environ
     params = params or {}
 
-    def pick(option):
+    def pick(option: str) -> Any:
         value = params.get(option)
         if value is None or value == "":
             value = env.get("K8S_AUTH_%s" % option.upper()) or None
@@ -227,7 +230,8 @@ def client_source(params, environ=None):
     return "default", None, context
 
 
-def active_context(kind, kubeconfig, context, loader=None):
+def active_context(kind: str, kubeconfig: dict[str, Any] | str | None, context: str | None,
+                   loader: Callable[[Any], tuple[Any, Any]] | None = None) -> str | None:
     """The context name the client uses: ``context``, else the kubeconfig's current-context.
 
     ``loader(path)`` returns ``(contexts, active)`` like ``kubernetes.config.list_kube_config_contexts``
@@ -239,7 +243,7 @@ def active_context(kind, kubeconfig, context, loader=None):
     if kind == "host":
         return None
     if kind == "dict":
-        return (kubeconfig or {}).get("current-context") or None
+        return (kubeconfig if isinstance(kubeconfig, dict) else {}).get("current-context") or None
     if loader is None:
         return None
     try:
@@ -249,13 +253,15 @@ def active_context(kind, kubeconfig, context, loader=None):
     return (active or {}).get("name") or None
 
 
-def kubeconfig_contexts(path):
+def kubeconfig_contexts(path: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``(contexts, active)`` of a kubeconfig file (None = the kubernetes client's default)."""
     from kubernetes import config  # the modules import it through get_api_client already
     return config.list_kube_config_contexts(config_file=path)
 
 
-def describe_target(params, server, loader=kubeconfig_contexts, environ=None):
+def describe_target(params: dict[str, Any], server: str | None,
+                    loader: Callable[[Any], tuple[Any, Any]] = kubeconfig_contexts,
+                    environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``{server, context, kubeconfig}``: the cluster a module's client talks to, for the report.
 
     ``server`` is the client's ``configuration.host``; ``params`` the module's auth options.

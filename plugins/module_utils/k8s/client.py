@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Raw GETs and watch streams through the kubernetes client.
+"""Raw GETs, watch streams and the few writes of verify's test objects through the kubernetes client.
 
 The modules get their client from ``kubernetes.core`` (``get_api_client``);
 ``RawApi`` wraps its dynamic client (``K8SClient.client``) and issues plain
@@ -11,16 +11,14 @@ client's. HTTP errors become ``KubeRequestError`` whose message names the
 verb and the resource (RBAC terms), never the credentials.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import json
-
-try:
-    from urllib.parse import quote
-except ImportError:  # pragma: no cover - Python 2 is not supported, kept for sanity import tests
-    from urllib import quote  # type: ignore
+from urllib.parse import quote
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 
 class KubeRequestError(Exception):
@@ -30,7 +28,8 @@ class KubeRequestError(Exception):
     and ``resource`` the RBAC terms of the request, ``path`` its URL path.
     """
 
-    def __init__(self, message, status=None, verb=None, resource=None, path=None, reason=None):
+    def __init__(self, message: str, status: int | None = None, verb: str | None = None, resource: str | None = None,
+                 path: str | None = None, reason: str | None = None) -> None:
         super(KubeRequestError, self).__init__(message)
         self.message = message
         self.status = status
@@ -40,23 +39,23 @@ class KubeRequestError(Exception):
         self.reason = reason
 
     @property
-    def forbidden(self):
+    def forbidden(self) -> bool:
         return self.status == 403
 
     @property
-    def not_found(self):
+    def not_found(self) -> bool:
         return self.status == 404
 
     @property
-    def gone(self):
+    def gone(self) -> bool:
         return self.status == 410
 
     @property
-    def connection_error(self):
+    def connection_error(self) -> bool:
         return self.status is None
 
 
-def describe_request(path, query=None):
+def describe_request(path: str, query: dict[str, Any] | None = None) -> tuple[str, str]:
     """RBAC terms of a GET: ``(verb, resource)``.
 
     ``/api/v1/nodes/n1/proxy/configz`` -> ``('get', 'nodes/proxy')``;
@@ -95,7 +94,7 @@ def describe_request(path, query=None):
     return verb, resource
 
 
-def _server_message(body):
+def _server_message(body: str | None) -> str:
     if not body:
         return ""
     if isinstance(body, bytes):
@@ -109,23 +108,26 @@ def _server_message(body):
     return str(body).strip()[:300]
 
 
-def translate_error(exc, path, query=None):
-    """A KubeRequestError for an exception raised by the client."""
+def translate_error(exc: Any, path: str, query: dict[str, Any] | None = None,
+                    method: str = "GET") -> KubeRequestError:
+    """A KubeRequestError for an exception raised by the client (``method`` POST: verb ``create``,
+    DELETE: ``delete``)."""
     verb, resource = describe_request(path, query)
+    verb = {"POST": "create", "DELETE": "delete"}.get(method, verb)
     status = getattr(exc, "status", None)
     if isinstance(status, int) and status > 0:
         server = _server_message(getattr(exc, "body", None))
         if status == 403:
-            message = ("permission denied: cannot %s %s (GET %s)%s"
-                       % (verb, resource, path, ": %s" % server if server else ""))
+            message = ("permission denied: cannot %s %s (%s %s)%s"
+                       % (verb, resource, method, path, ": %s" % server if server else ""))
         elif status == 401:
             message = ("unauthorized: the API server rejected the credentials while trying to %s %s"
                        % (verb, resource))
         elif status == 404:
-            message = "not found: %s %s (GET %s)%s" % (verb, resource, path, ": %s" % server if server else "")
+            message = "not found: %s %s (%s %s)%s" % (verb, resource, method, path, ": %s" % server if server else "")
         else:
-            message = ("HTTP %d from the API server for %s %s (GET %s)%s"
-                       % (status, verb, resource, path, ": %s" % server if server else ""))
+            message = ("HTTP %d from the API server for %s %s (%s %s)%s"
+                       % (status, verb, resource, method, path, ": %s" % server if server else ""))
         return KubeRequestError(message, status=status, verb=verb, resource=resource, path=path,
                                 reason=getattr(exc, "reason", None))
     return KubeRequestError("cannot reach the API server to %s %s: %s: %s"
@@ -133,7 +135,7 @@ def translate_error(exc, path, query=None):
                             status=None, verb=verb, resource=resource, path=path)
 
 
-def _read(response):
+def _read(response: Any) -> str:
     data = getattr(response, "data", None)
     if data is None and hasattr(response, "read"):
         data = response.read()
@@ -144,7 +146,7 @@ def _read(response):
     return str(data)
 
 
-def iter_lines(chunks):
+def iter_lines(chunks: Iterable[bytes | str]) -> Iterator[str]:
     """Split an iterable of byte/str chunks into complete lines (str)."""
     buffer = b""
     for chunk in chunks:
@@ -164,11 +166,12 @@ def iter_lines(chunks):
 class RawApi(object):
     """GET and watch against the API server through a dynamic client."""
 
-    def __init__(self, dynamic_client):
+    def __init__(self, dynamic_client: Any) -> None:
         self.client = dynamic_client
         self.requests = 0
 
-    def _request(self, path, query=None, accept=None, timeout=None):
+    def _request(self, path: str, query: dict[str, Any] | None = None, accept: str | None = None,
+                 timeout: float | int | None = None) -> Any:
         params = {"serialize": False, "query_params": list((query or {}).items())}
         if accept:
             params["header_params"] = {"Accept": accept}
@@ -180,7 +183,8 @@ class RawApi(object):
         except Exception as exc:  # the client raises ApiException subclasses and urllib3 errors
             raise translate_error(exc, path, query)
 
-    def get_text(self, path, query=None, accept=None, timeout=None):
+    def get_text(self, path: str, query: dict[str, Any] | None = None, accept: str | None = None,
+                 timeout: int | None = None) -> str:
         """GET ``path`` and return the body as text."""
         response = self._request(path, query, accept=accept, timeout=timeout)
         try:
@@ -188,7 +192,7 @@ class RawApi(object):
         except Exception as exc:
             raise translate_error(exc, path, query)
 
-    def get_json(self, path, query=None, timeout=None):
+    def get_json(self, path: str, query: dict[str, Any] | None = None, timeout: int | None = None) -> dict[str, Any]:
         """GET ``path`` and return the decoded JSON body."""
         text = self.get_text(path, query, accept="application/json", timeout=timeout)
         try:
@@ -198,7 +202,8 @@ class RawApi(object):
             raise KubeRequestError("unexpected non-JSON answer to %s %s (GET %s)" % (verb, resource, path),
                                    status=200, verb=verb, resource=resource, path=path)
 
-    def watch(self, path, query=None, timeout=None):
+    def watch(self, path: str, query: dict[str, Any] | None = None,
+              timeout: int | float | None = None) -> Iterator[dict[str, Any]]:
         """Open a watch on ``path`` and yield its events as dicts.
 
         ``query`` should carry ``resourceVersion`` and ``timeoutSeconds``;
@@ -233,25 +238,25 @@ class RawApi(object):
 
     # ------------------------------------------------------------- conveniences
 
-    def version(self):
+    def version(self) -> dict[str, Any]:
         return self.get_json("/version")
 
-    def api_groups(self):
+    def api_groups(self) -> dict[str, Any]:
         return self.get_json("/apis")
 
-    def metrics(self):
+    def metrics(self) -> str:
         return self.get_text("/metrics", accept="text/plain")
 
-    def configz(self, node, timeout=None):
+    def configz(self, node: str, timeout: int | None = None) -> dict[str, Any]:
         return self.get_json("/api/v1/nodes/%s/proxy/configz" % quote(node, safe=""), timeout=timeout)
 
-    def list_nodes(self):
+    def list_nodes(self) -> list[dict[str, Any]]:
         return self.get_json("/api/v1/nodes").get("items") or []
 
-    def get_node(self, node):
+    def get_node(self, node: str) -> dict[str, Any]:
         return self.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
 
-    def node_names(self):
+    def node_names(self) -> set[str | None]:
         """Names of all nodes (one list; metadata only when the server offers it)."""
         text = self.get_text("/api/v1/nodes", accept="application/json;as=PartialObjectMetadataList;"
                              "g=meta.k8s.io;v=v1,application/json")
@@ -262,7 +267,7 @@ class RawApi(object):
                                    status=200, verb="list", resource="nodes", path="/api/v1/nodes")
         return set(((i or {}).get("metadata") or {}).get("name") for i in items)
 
-    def node_exists(self, node):
+    def node_exists(self, node: str) -> bool:
         try:
             self.get_node(node)
         except KubeRequestError as exc:
@@ -271,7 +276,7 @@ class RawApi(object):
             raise
         return True
 
-    def get_namespace(self, name):
+    def get_namespace(self, name: str) -> dict[str, Any] | None:
         """The Namespace object, or None when it does not exist."""
         try:
             return self.get_json("/api/v1/namespaces/%s" % quote(name, safe=""))
@@ -280,16 +285,35 @@ class RawApi(object):
                 return None
             raise
 
-    def list_secrets(self, namespace, label_selector):
+    def list_secrets(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         query = {"labelSelector": label_selector}
         return self.get_json("/api/v1/namespaces/%s/secrets" % quote(namespace, safe=""), query).get("items") or []
 
-    def list_pods(self, namespace, label_selector=None):
+    def list_pods(self, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
         query = {"labelSelector": label_selector} if label_selector else None
         return self.get_json("/api/v1/namespaces/%s/pods" % quote(namespace, safe=""), query).get("items") or []
 
-    def pod_log(self, namespace, pod, container=None, tail_lines=20, previous=False):
-        query = {"tailLines": int(tail_lines)}
+    def send_json(self, method: str, path: str, body: dict[str, Any] | None = None,
+                  query: dict[str, Any] | None = None) -> dict[str, Any]:
+        """POST (create) or DELETE ``path`` with a JSON body; the decoded answer ({} when it is not JSON)."""
+        params: dict[str, Any] = {"serialize": False, "query_params": list((query or {}).items()),
+                                  "header_params": {"Accept": "application/json"}}
+        if body is not None:
+            params["body"] = body
+        self.requests += 1
+        try:
+            text = _read(self.client.request(method.lower(), path, **params))
+        except Exception as exc:  # the client raises ApiException subclasses and urllib3 errors
+            raise translate_error(exc, path, query, method.upper())
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            return {}
+        return answer if isinstance(answer, dict) else {}
+
+    def pod_log(self, namespace: str, pod: str, container: str | None = None, tail_lines: int = 20,
+                previous: bool = False) -> str:
+        query: dict[str, Any] = {"tailLines": int(tail_lines)}
         if container:
             query["container"] = container
         if previous:

@@ -12,19 +12,29 @@ connection without async or become, when the kubernetes client imports here and 
 environment keeps ``KUBECONFIG``; else ``_execute_module``). No Ansible controller imports.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import contextlib
 import json
 import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import kubeconfig_secrets, may_hold_no_log_value
+
+if TYPE_CHECKING:  # for the annotations only: no controller import at run time
+    from ansible.module_utils.basic import AnsibleModule
+
+# ``get_client(source)``: kubernetes.core's ``get_api_client`` (its K8SClient is untyped)
+GetClient = Callable[[Any], Any]
+# a run function: ``run_fn(params, check_mode, source, get_client) -> result``
+RunFn = Callable[[dict[str, Any], bool, Any, GetClient], dict[str, Any]]
 
 COLLECTION = "kubevirtci.dra_cpu"
 # AnsibleK8SModule warns below this kubernetes client version (kubernetes.core 6.x)
@@ -34,12 +44,12 @@ KUBERNETES_TESTED = "24.2.0"
 class ModuleFailure(BaseException):
     """``fail_json`` of ``ClientOptions``: like the module's SystemExit, past ``except Exception``."""
 
-    def __init__(self, msg):
+    def __init__(self, msg: str) -> None:
         super(ModuleFailure, self).__init__(msg)
         self.msg = msg
 
 
-def _k8s_core():
+def _k8s_core() -> Any:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s import core
     return core
 
@@ -47,34 +57,34 @@ def _k8s_core():
 class ClientOptions(object):
     """The module side of ``get_api_client(module)`` without a module process."""
 
-    def __init__(self, params, check_mode):
+    def __init__(self, params: dict[str, Any], check_mode: bool) -> None:
         self.params = params
         self.check_mode = bool(check_mode)
-        self.warnings = []
+        self.warnings: list[str] = []
         if not _k8s_core().has_at_least("kubernetes", KUBERNETES_TESTED):
             self.warn("kubernetes<%s is not supported or tested. Some features may not work." % KUBERNETES_TESTED)
 
     @property
-    def server_side_dry_run(self):
+    def server_side_dry_run(self) -> bool:
         return self.check_mode and _k8s_core().has_at_least("kubernetes", "18.20.0")
 
-    def has_at_least(self, dependency, minimum=None, warn=False):
+    def has_at_least(self, dependency: str, minimum: str | None = None, warn: bool = False) -> bool:
         return _k8s_core().has_at_least(dependency, minimum)
 
-    def requires(self, dependency, minimum=None, reason=None):
+    def requires(self, dependency: str, minimum: str | None = None, reason: str | None = None) -> None:
         try:
             _k8s_core().requires(dependency, minimum, reason=reason)
         except Exception as exc:  # kubernetes.core raises a plain Exception naming the library
             raise ModuleFailure(str(exc))
 
-    def warn(self, msg):
+    def warn(self, msg: str) -> None:
         self.warnings.append(msg)
 
-    def fail_json(self, msg, **kwargs):
+    def fail_json(self, msg: str, **kwargs: Any) -> NoReturn:
         raise ModuleFailure(msg)
 
 
-def exit_module(module, result):
+def exit_module(module: "AnsibleModule", result: dict[str, Any]) -> None:
     """End a module process with a run function's result."""
     result = dict(result)
     if result.pop("failed", False):
@@ -83,7 +93,7 @@ def exit_module(module, result):
 
 
 @contextlib.contextmanager
-def task_environment(environment):
+def task_environment(environment: dict[str, Any] | None) -> Iterator[None]:
     """``os.environ`` with the task's ``environment`` laid over it, restored afterwards."""
     saved = dict(os.environ)
     try:
@@ -95,7 +105,8 @@ def task_environment(environment):
         os.environ.update(saved)
 
 
-def check_args(spec, args, module_name):
+def check_args(spec: dict[str, Any], args: dict[str, Any] | None,
+               module_name: str) -> tuple[dict[str, Any], str | None, set[str], list[str], list[dict[str, Any]]]:
     """``(params, error message or None, no_log values, warnings, deprecations)`` as AnsibleModule
     would have them for ``args`` (the RedactingModule's kubeconfig secrets included)."""
     raw = dict(args or {})
@@ -113,7 +124,8 @@ def check_args(spec, args, module_name):
     return checked.validated_parameters, error, no_log, warnings, deprecations
 
 
-def finish(result, params, no_log_values, warnings=None, deprecations=None, plain_keys=()):
+def finish(result: dict[str, Any], params: dict[str, Any], no_log_values: set[str], warnings: list[str] | None = None,
+           deprecations: list[dict[str, Any]] | None = None, plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """The result as the module process returns it: invocation, redaction, JSON types.
 
     ``plain_keys``: top-level keys whose values the run function builds from JSON types only (str
@@ -139,7 +151,9 @@ def finish(result, params, no_log_values, warnings=None, deprecations=None, plai
     return result
 
 
-def run_in_process(spec, args, check_mode, run_fn, get_client, module_name, environment=None, plain_keys=()):
+def run_in_process(spec: dict[str, Any], args: dict[str, Any] | None, check_mode: bool, run_fn: RunFn,
+                   get_client: GetClient, module_name: str, environment: dict[str, Any] | None = None,
+                   plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """The module's result for task ``args``, computed in this process (``plain_keys``: see ``finish``)."""
     with task_environment(environment):
         params, error, no_log, warnings, deprecations = check_args(spec, args, module_name)
@@ -154,7 +168,7 @@ def run_in_process(spec, args, check_mode, run_fn, get_client, module_name, envi
     return finish(result, params, no_log, warnings, deprecations, plain_keys)
 
 
-def kubernetes_importable():
+def kubernetes_importable() -> bool:
     """Whether the kubernetes client and PyYAML load here (AnsibleK8SModule requires both)."""
     try:
         import kubernetes  # noqa: F401 pylint: disable=unused-import
@@ -164,7 +178,7 @@ def kubernetes_importable():
     return True
 
 
-def runs_here(transport, async_val, become, environment):
+def runs_here(transport: str, async_val: int, become: bool, environment: dict[str, Any] | None) -> bool:
     """Whether a task can run in this process with the module process's exact outcome.
 
     A local connection only, and not async (the module must outlive the task) nor become (it
@@ -173,15 +187,16 @@ def runs_here(transport, async_val, become, environment):
     """
     if transport != "local" or async_val or become:
         return False
-    if "KUBECONFIG" in (environment or {}) and "%s" % environment["KUBECONFIG"] != os.environ.get("KUBECONFIG"):
+    if environment and "KUBECONFIG" in environment and "%s" % environment["KUBECONFIG"] != os.environ.get("KUBECONFIG"):
         return False
     return kubernetes_importable()
 
 
-def run_action(action, module_name, spec, run_fn, get_client, task_vars, plain_keys=()):
+def run_action(action: Any, module_name: str, spec: dict[str, Any], run_fn: RunFn, get_client: GetClient,
+               task_vars: dict[str, Any] | None, plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """An action plugin's ``run`` body: ``action`` is the ActionBase (after ``super().run``);
     ``plain_keys``: see ``finish``."""
-    environment = {}
+    environment: dict[str, Any] = {}
     local = action._connection.transport == "local"
     if local:
         action._compute_environment_string(environment)

@@ -9,9 +9,11 @@ cluster not reached). ``client_error`` is the one wording of a client that canno
 other cluster modules too.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
+
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
@@ -19,12 +21,15 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions imp
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec, describe_target
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 
+if TYPE_CHECKING:  # the annotation only: the module does not import the runner
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
-def argument_spec():
+
+def argument_spec() -> dict[str, Any]:
     return auth_argument_spec(AUTH_ARG_SPEC)
 
 
-def client_error(exc):
+def client_error(exc: Exception) -> str:
     """The message of a ``get_api_client`` failure."""
     if isinstance(exc, CoreException):
         return "cannot create a Kubernetes client: %s" % exc
@@ -32,7 +37,7 @@ def client_error(exc):
     return "cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc)
 
 
-def run_target(params, check_mode, source, get_client):
+def run_target(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
     """``get_client(source)``'s cluster: ``{server, context, kubeconfig, server_version}``."""
     try:
         client = get_client(source)

@@ -6,7 +6,11 @@
   order of the checks;
 * ``rules.py``: the finding shape, the cluster-wide checks, the ignore list and the summary;
 * ``nodes.py``: the per-node checks and where the DaemonSet runs (keeping the driver off nodes);
-* ``report.py``: the lines the role prints.
+* ``report.py``: the lines the role prints;
+* ``installed.py``: what is installed already: the release namespace (exists, terminating, labels)
+  and the helm release (status, chart, version, values digest) from helm's release Secret. Read in
+  preflight's own process (``gather.read_installed``) to save module starts; the release stage acts
+  on the answer (and digests the values it is about to give helm the same way).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -9,23 +9,26 @@ module (plugins/modules/preflight.py) only parses its options and exits.
 Read-only: never writes to the cluster.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed
+from typing import Any
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as nodes_rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.values import supports_node_affinity
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import supports_node_affinity
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.report import render_report
+
 
 # seconds for one node's /configz through the API server's node proxy: a kubelet that stops
 # answering while its node still shows Ready must not hold preflight up
 CONFIGZ_TIMEOUT = 15
 
 
-def read_installed(api, params):
+def read_installed(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
     """The namespace and the helm release as they are now (read-only)."""
     try:
         namespace = installed.namespace_state(
@@ -48,10 +51,10 @@ def read_installed(api, params):
     }
 
 
-def run_checks(api, params, reserved):
+def run_checks(api: RawApi, params: dict[str, Any], reserved: list[int] | None) -> tuple[dict[str, Any], str]:
     """Gather the data and run every rule. Returns the result dict."""
     findings = []
-    result = {"server_version": None}
+    result: dict[str, Any] = {"server_version": None}
 
     version = api.version()
     result["server_version"] = version.get("gitVersion")
@@ -81,7 +84,8 @@ def run_checks(api, params, reserved):
                                       fix="grant list on nodes to this user"))
         nodes = None
 
-    eligible, excluded = [], []
+    eligible: list[str] = []
+    excluded: list[dict[str, Any]] = []
     hostnames = {}
     if nodes is not None:
         eligible, excluded = nodes_rules.eligible_nodes(nodes, params["node_selector"], params["tolerations"])

@@ -10,13 +10,15 @@ incompatible nodes (a ``kubernetes.io/hostname NotIn`` affinity). Pure
 functions, no I/O; findings are built with rules.finding.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import format_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import format_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import (
     ERROR,
     NODE_CHECKS,
@@ -25,7 +27,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules
     WARNING,
     finding,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
     parse_runtime_version,
     version_at_least,
 )
@@ -55,7 +57,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 # --------------------------------------------------------------------------- per node
 
 
-def check_container_runtime(node, runtime_version):
+def check_container_runtime(node: str, runtime_version: str | None) -> list[dict[str, Any]]:
     """CRI-O >= 1.30 or containerd >= 2.0 (NRI and CDI)."""
     required = "cri-o >= %s or containerd >= %s" % (RUNTIME_MINIMUMS["cri-o"], RUNTIME_MINIMUMS["containerd"])
     name, version = parse_runtime_version(runtime_version)
@@ -79,7 +81,7 @@ def check_container_runtime(node, runtime_version):
                     node=node, observed=observed, required=required, fix=fix)]
 
 
-def parse_configz(configz):
+def parse_configz(configz: str | bytes | dict[str, Any]) -> str:
     """``cpuManagerPolicy`` from a kubelet ``/configz`` document (str or dict).
 
     A missing field means the kubelet default ``none``. Raises ValueError when
@@ -99,7 +101,8 @@ def parse_configz(configz):
     return config.get("cpuManagerPolicy") or "none"
 
 
-def check_cpu_manager_policy(node, configz, error=None):
+def check_cpu_manager_policy(node: str, configz: dict[str, Any] | str | None,
+                             error: str | None = None) -> list[dict[str, Any]]:
     """The kubelet's ``cpuManagerPolicy`` must be ``none``.
 
     ``configz`` None (``error`` the reason) or unparseable: a warning.
@@ -130,7 +133,7 @@ def check_cpu_manager_policy(node, configz, error=None):
             "dra_cpu_skip_incompatible_nodes: true")]
 
 
-def ready_condition(node_obj):
+def ready_condition(node_obj: dict[str, Any]) -> dict[str, Any]:
     """The node's ``Ready`` condition (a dict; {} when it has none)."""
     for cond in ((node_obj or {}).get("status") or {}).get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type") == "Ready":
@@ -138,12 +141,12 @@ def ready_condition(node_obj):
     return {}
 
 
-def is_ready(node_obj):
+def is_ready(node_obj: dict[str, Any]) -> bool:
     """True when the node's ``Ready`` condition is ``True`` (its kubelet reports and is healthy)."""
     return str(ready_condition(node_obj).get("status")) == "True"
 
 
-def check_node_ready(node, node_obj):
+def check_node_ready(node: str, node_obj: dict[str, Any]) -> list[dict[str, Any]]:
     """A warning for a node whose ``Ready`` condition is not ``True``; nothing for a Ready node.
 
     Its kubelet does not report (``Unknown``, ``NodeStatusUnknown``: the node lifecycle controller
@@ -168,7 +171,7 @@ def check_node_ready(node, node_obj):
             "node from the cluster (kubectl delete node %s), then re-run" % node)]
 
 
-def node_cpu_count(node_obj):
+def node_cpu_count(node_obj: dict[str, Any]) -> int | None:
     """CPU count from ``status.capacity.cpu`` of a Node (int) or None."""
     capacity = ((node_obj or {}).get("status") or {}).get("capacity") or {}
     value = capacity.get("cpu")
@@ -183,41 +186,41 @@ def node_cpu_count(node_obj):
         return None
 
 
-def check_reserved_cpus(node, reserved, cpu_count):
+def check_reserved_cpus(node: str, reserved: Iterable[int | str] | None, cpu_count: int | None) -> list[dict[str, Any]]:
     """Every reserved CPU id must exist on the node (ids < capacity cpu count),
     and at least one CPU must be left for the driver."""
-    reserved = sorted(set(int(c) for c in reserved or ()))
+    ids = sorted(set(int(c) for c in reserved or ()))
     observed = "%s CPUs" % cpu_count if cpu_count is not None else "unknown"
-    required = "reserved CPUs %s present" % (format_cpuset(reserved) or "(none)")
-    if not reserved:
+    required = "reserved CPUs %s present" % (format_cpuset(ids) or "(none)")
+    if not ids:
         return [finding("reserved_cpus", OK, "node %s: no reserved CPUs" % node,
                         node=node, observed=observed, required=required)]
     if cpu_count is None:
         return [finding("reserved_cpus", WARNING,
                         "node %s does not report its CPU capacity; cannot check reserved CPUs %s"
-                        % (node, format_cpuset(reserved)),
+                        % (node, format_cpuset(ids)),
                         node=node, observed=observed, required=required, fix="")]
-    missing = [c for c in reserved if c >= cpu_count]
+    missing = [c for c in ids if c >= cpu_count]
     fix = "set dra_cpu_reserved_cpus to CPU ids between 0 and %d on this node" % (cpu_count - 1)
     if missing:
         return [finding("reserved_cpus", ERROR,
                         "node %s has %d CPUs (0-%d); reserved CPUs %s do not exist"
                         % (node, cpu_count, cpu_count - 1, format_cpuset(missing)),
                         node=node, observed=observed, required=required, fix=fix)]
-    if len(reserved) >= cpu_count:
+    if len(ids) >= cpu_count:
         return [finding("reserved_cpus", ERROR,
                         "node %s: all %d CPUs are reserved, the driver would publish nothing"
                         % (node, cpu_count),
                         node=node, observed=observed, required="at least one unreserved CPU", fix=fix)]
     return [finding("reserved_cpus", OK,
-                    "node %s: reserved CPUs %s of %d" % (node, format_cpuset(reserved), cpu_count),
+                    "node %s: reserved CPUs %s of %d" % (node, format_cpuset(ids), cpu_count),
                     node=node, observed=observed, required=required)]
 
 
 # --------------------------------------------------------------------------- placement
 
 
-def _tolerates(toleration, taint):
+def _tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
     effect = toleration.get("effect") or ""
     if effect and effect != taint.get("effect"):
         return False
@@ -232,7 +235,7 @@ def _tolerates(toleration, taint):
     return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
-def untolerated_taints(node_obj, tolerations):
+def untolerated_taints(node_obj: dict[str, Any], tolerations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """NoSchedule/NoExecute taints of a node that ``tolerations`` (plus the
     DaemonSet controller's own) do not tolerate."""
     all_tolerations = list(tolerations or []) + DAEMONSET_TOLERATIONS
@@ -246,18 +249,19 @@ def untolerated_taints(node_obj, tolerations):
     return out
 
 
-def _taint_text(taint):
+def _taint_text(taint: dict[str, Any]) -> str:
     text = taint.get("key") or ""
     if taint.get("value"):
         text += "=" + taint["value"]
     return "%s:%s" % (text, taint.get("effect"))
 
 
-def node_name(node_obj):
+def node_name(node_obj: dict[str, Any] | None) -> str | None:
     return ((node_obj or {}).get("metadata") or {}).get("name")
 
 
-def eligible_nodes(nodes, node_selector=None, tolerations=None):
+def eligible_nodes(nodes: list[dict[str, Any]], node_selector: dict[str, Any] | None = None,
+                   tolerations: list[dict[str, Any]] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """Which nodes the driver DaemonSet will run on.
 
     Returns ``(eligible, excluded)``: ``eligible`` a sorted list of node
@@ -265,10 +269,10 @@ def eligible_nodes(nodes, node_selector=None, tolerations=None):
     """
     node_selector = node_selector or {}
     tolerations = CHART_TOLERATIONS if tolerations is None else tolerations
-    eligible = []
-    excluded = []
+    eligible: list[str] = []
+    excluded: list[dict[str, Any]] = []
     for obj in sorted(nodes or [], key=lambda n: node_name(n) or ""):
-        name = node_name(obj)
+        name: Any = node_name(obj)  # a Node always has a name
         labels = (obj.get("metadata") or {}).get("labels") or {}
         mismatched = ["%s=%s" % (k, v) for k, v in sorted(node_selector.items())
                       if labels.get(k) != str(v)]
@@ -284,7 +288,7 @@ def eligible_nodes(nodes, node_selector=None, tolerations=None):
     return eligible, excluded
 
 
-def check_eligible_nodes(eligible, excluded):
+def check_eligible_nodes(eligible: list[str], excluded: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """At least one node must be able to run the driver."""
     observed = "%d eligible, %d excluded" % (len(eligible), len(excluded))
     details = "; ".join("%s: %s" % (e["node"], e["reason"]) for e in excluded)
@@ -300,7 +304,7 @@ def check_eligible_nodes(eligible, excluded):
     return [finding("eligible_nodes", OK, message, observed=observed, required="at least one node")]
 
 
-def node_affinity(excluded_hostnames):
+def node_affinity(excluded_hostnames: list[str]) -> dict[str, Any]:
     """A chart ``affinity`` value keeping the driver off the given hostnames.
 
     Uses ``kubernetes.io/hostname NotIn`` (the DaemonSet controller replaces
@@ -325,7 +329,9 @@ def node_affinity(excluded_hostnames):
     }
 
 
-def plan_skip(findings, skip_incompatible_nodes, supports_affinity, eligible, hostnames=None):
+def plan_skip(findings: list[dict[str, Any]], skip_incompatible_nodes: bool, supports_affinity: bool,
+              eligible: list[str],
+              hostnames: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """Turn per-node errors into skipped nodes when asked to.
 
     ``hostnames`` maps node name -> its ``kubernetes.io/hostname`` label.
@@ -338,7 +344,7 @@ def plan_skip(findings, skip_incompatible_nodes, supports_affinity, eligible, ho
     hostnames = hostnames or {}
     if not skip_incompatible_nodes:
         return list(findings), [], {}
-    reasons = {}
+    reasons: dict[str, list[str]] = {}
     for item in findings:
         if item["severity"] == ERROR and item["node"] and item["check"] in NODE_CHECKS:
             reasons.setdefault(item["node"], [])

@@ -9,9 +9,12 @@ one line per warning or error), which the preflight module returns and
 Pure functions, no I/O.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
+
+from collections.abc import Iterable
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import ERROR, OK, WARNING
 
@@ -22,17 +25,17 @@ NOT_RUN = "preflight: not run (dra_cpu_preflight=false)"
 SUMMARY_NODES = 3
 
 
-def could_not_run(message):
+def could_not_run(message: str) -> list[str]:
     """The report when preflight could not check at all (no findings)."""
     return ["Preflight could not run: %s" % (message or "no result")]
 
 
-def _text(value):
+def _text(value: str | None) -> str:
     """A value as the role's template printed it (None as '')."""
     return "" if value is None else "%s" % (value,)
 
 
-def finding_line(item):
+def finding_line(item: dict[str, Any]) -> str:
     """``[ERROR] check on node: message (observed: x; required: y) fix: z``."""
     line = "[%s] %s" % (item["severity"].upper(), item["check"])
     if item.get("node"):
@@ -45,7 +48,8 @@ def finding_line(item):
     return line
 
 
-def render_report(findings, checked_nodes=None, skipped_nodes=None):
+def render_report(findings: list[dict[str, Any]], checked_nodes: list[str] | None = None,
+                  skipped_nodes: list[dict[str, Any]] | None = None) -> list[str]:
     """The report lines for a preflight result."""
     errors = sum(1 for f in findings if f["severity"] == ERROR)
     warnings = sum(1 for f in findings if f["severity"] == WARNING)
@@ -58,7 +62,7 @@ def render_report(findings, checked_nodes=None, skipped_nodes=None):
     return "\n".join(lines).strip().split("\n")
 
 
-def _node_list(names):
+def _node_list(names: Iterable[str] | None) -> str:
     names = list(names or [])
     if not names:
         return "no node"
@@ -68,14 +72,15 @@ def _node_list(names):
     return text
 
 
-def cluster_line(cluster):
+def cluster_line(cluster: dict[str, Any]) -> str:
     """``<API server> (context <name>, kubeconfig <path>)``: the cluster the role changes (the role's
     release task is named with it)."""
     return "%s (context %s, kubeconfig %s)" % (
         cluster.get("server"), cluster.get("context") or "none", cluster.get("kubeconfig"))
 
 
-def summary_lines(findings, checked_nodes=None, checked=True):
+def summary_lines(findings: list[dict[str, Any]], checked_nodes: list[str] | None = None,
+                  checked: bool = True) -> list[str]:
     """``preflight: N checks passed on <nodes> (E errors, W warnings)`` and the warning and error lines
     (``finding_line``), or ``NOT_RUN`` when the checks were off. The cluster is not on it: the role's
     release task names it (``cluster_line``) before it changes anything."""

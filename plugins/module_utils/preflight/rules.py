@@ -14,13 +14,15 @@ fix}`` with ``severity`` one of ``error``, ``warning``, ``ok`` and ``node``
 None for cluster-wide checks.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
     VersionError,
     parse_kube_version,
     parse_version,
@@ -31,18 +33,9 @@ ERROR = "error"
 WARNING = "warning"
 OK = "ok"
 
-CHECKS = (
-    "server_version",
-    "resource_api",
-    "feature_gate",
-    "container_runtime",
-    "cpu_manager_policy",
-    "reserved_cpus",
-    "eligible_nodes",
-)
 NODE_CHECKS = ("container_runtime", "cpu_manager_policy", "reserved_cpus")
-# only ever a warning (a node that is not Ready), so not among the CHECKS ``ignore`` takes: it has
-# no error to downgrade, and it does not count among the checks passed
+# only ever a warning (a node that is not Ready), so not among the CHECKS ``ignore`` takes
+# (common/preflight_checks.py): it has no error to downgrade, and it does not count among the checks passed
 NODE_READY = "node_ready"
 
 # Upstream's compatibility table (docs/user/installation.md): every mode needs Kubernetes 1.34
@@ -59,7 +52,8 @@ RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSION = "v1"
 
 
-def finding(check, severity, message, node=None, observed=None, required=None, fix=""):
+def finding(check: str, severity: str, message: str, node: str | None = None, observed: str | None = None,
+            required: str | None = None, fix: str = "") -> dict[str, Any]:
     """Build one finding dict."""
     return {
         "check": check,
@@ -81,13 +75,13 @@ _METRIC_LINE = re.compile(
 _LABEL = re.compile(r'(?P<key>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
 
 
-def parse_feature_gates(metrics_text):
+def parse_feature_gates(metrics_text: bytes | str) -> dict[str, Any]:
     """Parse the ``kubernetes_feature_enabled`` samples of a Prometheus text.
 
     Returns ``{gate_name: {"enabled": bool, "stage": str}}``; an empty dict
     when the metric family is absent.
     """
-    gates = {}
+    gates: dict[str, Any] = {}
     if not metrics_text:
         return gates
     if isinstance(metrics_text, bytes):
@@ -111,7 +105,7 @@ def parse_feature_gates(metrics_text):
     return gates
 
 
-def gate_enabled(metrics_text, gate=DEFAULT_FEATURE_GATE):
+def gate_enabled(metrics_text: str, gate: str = DEFAULT_FEATURE_GATE) -> bool | None:
     """True/False when the metric shows the gate, None when it cannot tell."""
     gates = parse_feature_gates(metrics_text)
     if gate not in gates:
@@ -119,7 +113,7 @@ def gate_enabled(metrics_text, gate=DEFAULT_FEATURE_GATE):
     return gates[gate]["enabled"]
 
 
-def _gate_not_needed(metrics_text, gate):
+def _gate_not_needed(metrics_text: str | None, gate: str) -> list[dict[str, Any]]:
     """Individual mode: the gate is reported, never required."""
     state = parse_feature_gates(metrics_text).get(gate) if metrics_text is not None else None
     if state is None:
@@ -130,7 +124,8 @@ def _gate_not_needed(metrics_text, gate):
                     observed=observed, required="not needed (individual mode)")]
 
 
-def check_feature_gate(metrics_text, gate=DEFAULT_FEATURE_GATE, error=None, mode=GROUPED):
+def check_feature_gate(metrics_text: str | None, gate: str = DEFAULT_FEATURE_GATE, error: str | None = None,
+                       mode: str = GROUPED) -> list[dict[str, Any]]:
     """In grouped mode ``gate`` must be enabled on the API server
     (``kubernetes_feature_enabled``); individual mode does not need it.
 
@@ -177,8 +172,9 @@ def check_feature_gate(metrics_text, gate=DEFAULT_FEATURE_GATE, error=None, mode
 # --------------------------------------------------------------------------- server
 
 
-def check_server_version(version, min_version=DEFAULT_MIN_VERSION, gate_on=None,
-                         gate=DEFAULT_FEATURE_GATE, mode=GROUPED):
+def check_server_version(version: str | dict[str, Any], min_version: str = DEFAULT_MIN_VERSION,
+                         gate_on: bool | None = None, gate: str = DEFAULT_FEATURE_GATE,
+                         mode: str = GROUPED) -> list[dict[str, Any]]:
     """Every mode needs Kubernetes >= 1.34 (``resource.k8s.io/v1``).
 
     Grouped mode needs >= ``min_version`` (where ``gate`` is on by default); an
@@ -227,7 +223,7 @@ def check_server_version(version, min_version=DEFAULT_MIN_VERSION, gate_on=None,
             "Kubernetes %s without it" % (min_version, gate, RESOURCE_MIN_VERSION))]
 
 
-def served_group_versions(discovery):
+def served_group_versions(discovery: dict[str, Any] | list[str]) -> set[str]:
     """``group/version`` strings served, from an APIGroupList dict or a list."""
     served = set()
     if isinstance(discovery, dict):
@@ -241,7 +237,8 @@ def served_group_versions(discovery):
     return served
 
 
-def check_resource_api(discovery, group=RESOURCE_GROUP, version=RESOURCE_VERSION):
+def check_resource_api(discovery: dict[str, Any] | list[str], group: str = RESOURCE_GROUP,
+                       version: str = RESOURCE_VERSION) -> list[dict[str, Any]]:
     """``resource.k8s.io/v1`` must be served."""
     wanted = "%s/%s" % (group, version)
     served = served_group_versions(discovery)
@@ -259,20 +256,20 @@ def check_resource_api(discovery, group=RESOURCE_GROUP, version=RESOURCE_VERSION
 # --------------------------------------------------------------------------- outcome
 
 
-def apply_ignore(findings, ignore):
+def apply_ignore(findings: list[dict[str, Any]], ignore: Iterable[str] | None) -> list[dict[str, Any]]:
     """Downgrade errors of the named checks to warnings (new list)."""
-    ignore = set(ignore or [])
+    ignored = set(ignore or [])
     out = []
     for item in findings:
         item = dict(item)
-        if item["check"] in ignore and item["severity"] == ERROR:
+        if item["check"] in ignored and item["severity"] == ERROR:
             item["severity"] = WARNING
             item["message"] += " (ignored: %s is in the preflight ignore list)" % item["check"]
         out.append(item)
     return out
 
 
-def summarize(findings):
+def summarize(findings: list[dict[str, Any]]) -> dict[str, Any]:
     """``{errors, warnings, passed, message}``; message lists each error."""
     errors = [f for f in findings if f["severity"] == ERROR]
     warnings = [f for f in findings if f["severity"] == WARNING]

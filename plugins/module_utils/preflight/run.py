@@ -8,11 +8,12 @@ installed, the report file and the result: ``failed`` with ``msg`` (the summary 
 ``report`` and ``summary`` when preflight could not check or did not pass.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import copy
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
@@ -23,13 +24,17 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight impor
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report as preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.gather import read_installed, run_checks
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.values import supports_node_affinity
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.report_files import PREFLIGHT, write_report
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import parse_version
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import supports_node_affinity
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.preflight_checks import CHECKS
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_files import PREFLIGHT, write_report
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import CpusetError, parse_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import parse_version
+
+if TYPE_CHECKING:  # the annotation only: the module does not import the runner
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
 
-def argument_spec():
+def argument_spec() -> dict[str, Any]:
     spec = dict(
         checks=dict(type="bool", default=True),
         cpu_device_mode=dict(type="str", default=rules.GROUPED, choices=list(rules.MODES)),
@@ -38,7 +43,7 @@ def argument_spec():
         node_selector=dict(type="dict", default={}),
         tolerations=dict(type="list", elements="dict", default=copy.deepcopy(preflight_nodes.CHART_TOLERATIONS)),
         reserved_cpus=dict(type="str", default=""),
-        ignore=dict(type="list", elements="str", default=[], choices=list(rules.CHECKS)),
+        ignore=dict(type="list", elements="str", default=[], choices=list(CHECKS)),
         skip_incompatible_nodes=dict(type="bool", default=False),
         chart_version=dict(type="str", default=""),
         chart_affinity=dict(type="bool"),
@@ -53,13 +58,13 @@ def argument_spec():
     return spec
 
 
-def could_not_run(message):
+def could_not_run(message: str) -> dict[str, Any]:
     """The failure before any finding, with the one-line report the role prints."""
     lines = preflight_report.could_not_run(message)
     return {"failed": True, "msg": message, "report": lines, "summary": lines}
 
 
-def option_problem(params):
+def option_problem(params: dict[str, Any]) -> tuple[str | None, list[int] | None]:
     """The first option the spec cannot check that is wrong (message), and the reserved CPUs."""
     try:
         reserved = parse_cpuset(params["reserved_cpus"])
@@ -76,10 +81,10 @@ def option_problem(params):
     return None, reserved
 
 
-def not_checked(api, params):
+def not_checked(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
     """``checks: false``: the shape of a passing result without findings (the cluster is asked for
     its version all the same, so an unreachable one fails here as target_cluster does)."""
-    result = {
+    result: dict[str, Any] = {
         "server_version": api.version().get("gitVersion"),
         "findings": [], "error_count": 0, "warning_count": 0, "passed": True,
         "checked_nodes": [], "excluded_nodes": [], "skipped_nodes": [], "node_affinity": {},
@@ -90,7 +95,7 @@ def not_checked(api, params):
     return result
 
 
-def run_preflight(params, check_mode, source, get_client):
+def run_preflight(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
     """The module's result: ``get_client(source)`` builds the client (kubernetes.core's
     ``get_api_client`` with the module, or runner.ClientOptions in process)."""
     problem, reserved = option_problem(params)

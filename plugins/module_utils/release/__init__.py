@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The release stage's view of the cluster (pure).
+"""The release stage's decisions (pure); the action plugin (plugins/action/release.py) acts on them.
 
-* ``installed.py``: the release namespace (exists, terminating, labels) and the helm release (status,
-  chart, version) from helm's release Secret. The preflight module reads them in its own process
-  (``gather.read_installed``) to save module starts; the role's release tasks act on the answer.
+* ``plan.py``: what the release stage does with what preflight found installed
+  (``preflight/installed.py``) and the values the chart stage built;
+* ``uninstall.py``: the uninstall path's decisions (plugins/plugin_utils/uninstall.py runs them);
+* ``spec.py``: the release action's options.
 """
 
 from __future__ import absolute_import, division, print_function

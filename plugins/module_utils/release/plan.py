@@ -20,17 +20,20 @@ carries out, step by step:
    (kubernetes.core.helm then compares and upgrades when something differs).
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.installed import values_digest
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.installed import values_digest
 
 SKIP, INSTALL, UPGRADE = "skip", "install", "upgrade"
 UNINSTALL, ROLLBACK = "uninstall", "rollback"
 
 
-def merge_values(base, override):
+def merge_values(base: Mapping[str, Any] | None, override: Mapping[str, Any] | None) -> dict[str, Any]:
     """``base`` with ``override`` laid over it, dicts merged recursively (Ansible's
     ``combine(recursive=true)``: lists and scalars are replaced). Neither argument is changed."""
     merged = dict(base or {})
@@ -42,7 +45,7 @@ def merge_values(base, override):
     return merged
 
 
-def release_values(chart_values, node_affinity=None):
+def release_values(chart_values: dict[str, Any] | None, node_affinity: dict[str, Any] | None = None) -> dict[str, Any]:
     """The values for helm: the chart stage's values, plus preflight's node affinity (when nodes
     are kept off) as the chart's ``affinity``."""
     if node_affinity:
@@ -50,14 +53,14 @@ def release_values(chart_values, node_affinity=None):
     return dict(chart_values or {})
 
 
-def recover_command(status, release_name, namespace):
+def recover_command(status: str, release_name: str, namespace: str) -> str:
     """The helm command that clears a pending release, for the failure message."""
     if status == "pending-install":
         return "helm uninstall %s -n %s" % (release_name, namespace)
     return "helm rollback %s -n %s --wait" % (release_name, namespace)
 
 
-def pending_message(status, release_name, namespace):
+def pending_message(status: str, release_name: str, namespace: str) -> str:
     """The failure on a pending release when recovering it was not asked for."""
     return ("Helm release %s in namespace %s is stuck in '%s' (an earlier helm run was interrupted), "
             "so helm refuses to touch it. Either re-run with -e dra_cpu_helm_recover=true, or run '%s' "
@@ -65,7 +68,8 @@ def pending_message(status, release_name, namespace):
                                       recover_command(status, release_name, namespace)))
 
 
-def namespace_labels(namespace, psa_labels, owner_label):
+def namespace_labels(namespace: dict[str, Any] | None, psa_labels: dict[str, str] | None,
+                     owner_label: dict[str, str] | None) -> tuple[dict[str, str], bool]:
     """``(labels, creates)``: the labels to set on the namespace ({} when it carries them) and
     whether this run creates it (it does not exist, or is being deleted)."""
     namespace = namespace or {}
@@ -80,7 +84,8 @@ def namespace_labels(namespace, psa_labels, owner_label):
     return ({} if ok else dict(psa_labels or {})), False
 
 
-def plan(namespace, release, wanted, recover=False):
+def plan(namespace: dict[str, Any], release: dict[str, Any], wanted: dict[str, Any],
+         recover: bool = False) -> dict[str, Any]:
     """The plan for ``namespace`` (``namespace_state``) and ``release`` (``release_state``, {} for
     none) given ``wanted``: ``name``, ``namespace``, ``chart_version`` (the version the chart stage
     read; '' when unknown, which never skips helm), ``values`` (or ``values_sha256``),

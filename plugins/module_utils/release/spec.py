@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """The options of kubevirtci.dra_cpu.release (its action plugin checks them, its module documents them)."""
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import copy
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
 
@@ -14,7 +15,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import
 HELM_AUTH_OPTIONS = ("kubeconfig", "context", "host", "ca_cert", "validate_certs", "api_key")
 
 
-def argument_spec(k8s_auth_spec):
+def argument_spec(k8s_auth_spec: dict[str, Any]) -> dict[str, Any]:
     """The options; ``k8s_auth_spec``: kubernetes.core's ``AUTH_ARG_SPEC`` (the cluster options)."""
     spec = dict(
         state=dict(type="str", default="present", choices=["present", "absent"]),

@@ -12,12 +12,14 @@ ResourceSlices are never touched, only waited for: the kubelet deletes them once
 The steps themselves (modules started through the action) are plugins/plugin_utils/uninstall.py.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
+from typing import Any
 
-def namespace_owned(namespace, owner_label):
+
+def namespace_owned(namespace: dict[str, Any], owner_label: dict[str, Any]) -> bool:
     """Whether the namespace (``installed.namespace_state``'s shape) exists and carries every label of
     ``owner_label`` with its value: the collection created it."""
     labels = (namespace or {}).get("labels") or {}
@@ -25,7 +27,7 @@ def namespace_owned(namespace, owner_label):
         labels.get(k) == v for k, v in owner_label.items())
 
 
-def plan(installed, release_name, namespace, owner_label):
+def plan(installed: dict[str, Any], release_name: str, namespace: str, owner_label: dict[str, Any]) -> dict[str, Any]:
     """The uninstall's steps: ``{helm, delete_namespace, namespace_line}``.
 
     ``installed``: ``{namespace, release, other_releases}`` as preflight read them (``release`` None:
@@ -50,16 +52,16 @@ def plan(installed, release_name, namespace, owner_label):
             "namespace_line": line}
 
 
-def release_line(release_name, namespace, action):
+def release_line(release_name: str, namespace: str, action: str) -> str:
     """``release <name> (namespace <ns>): <action>``, the first line of the report, as an install's."""
     return "release %s (namespace %s): %s" % (release_name, namespace, action)
 
 
-def deleted_line(namespace, check):
+def deleted_line(namespace: str, check: bool) -> str:
     return "namespace %s: %s (created by this collection)" % (namespace, "would delete it" if check else "deleted")
 
 
-def slices_outlive_message(driver, slices, timeout):
+def slices_outlive_message(driver: str, slices: list[dict[str, Any]], timeout: int) -> str:
     """The failure when ``slices`` (ResourceSlice objects) of ``driver`` are still there ``timeout``
     seconds after the release went: how many, on which nodes, and why that happens."""
     nodes = sorted(set(str((s.get("spec") or {}).get("nodeName") or "?") for s in slices))

@@ -11,10 +11,8 @@
 * ``sizing.py``: the kubevirtci sizing rule and ``min_cell_cpus`` against a topology;
 * ``table.py``: the per-cell table (cpu_topology's ``summary``);
 * ``pod_diagnostics.py``: a pending node's driver pod state and logs -> the timeout message;
-* ``reports.py``: what cpu_topology writes to ``report_dir`` (the fact; on a failure slices, pods);
-* ``report_files.py``: the report file names in ``dra_cpu_report_dir`` and their atomic write. The
-  preflight module writes its findings through it too; it is here because two of its three files
-  (the topology and the failure record) are this stage's.
+* ``reports.py``: what cpu_topology writes to ``report_dir`` (the fact; on a failure slices, pods),
+  through ``common/report_files.py``.
 """
 
 from __future__ import absolute_import, division, print_function

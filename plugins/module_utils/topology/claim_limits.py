@@ -16,7 +16,7 @@ numbers into the ``dra_cpu_topology`` fact; table.py words them. Pure; no cluste
   NUMA-aligned dedicated CPUs need) at most min(limit, the largest cell's CPUs).
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
@@ -26,12 +26,12 @@ __metaclass__ = type
 CLAIM_DEVICE_LIMIT = 32
 
 
-def _capped(cpus):
+def _capped(cpus: int) -> int:
     """A count of CPU devices cut to what one claim's allocation can hold."""
     return min(cpus, CLAIM_DEVICE_LIMIT)
 
 
-def largest_claims(cells, node_cpus, one_device_per_cpu):
+def largest_claims(cells: list[int], node_cpus: int, one_device_per_cpu: bool) -> tuple[int, int]:
     """``(in_one_cell, on_the_node)``: the most CPUs one claim can get on one node.
 
     ``cells`` are the allocatable CPUs of the node's cells, ``node_cpus`` their sum, and

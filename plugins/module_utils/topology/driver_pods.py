@@ -10,14 +10,16 @@ their pods (the DaemonSets' own ``spec.selector``, so ``nameOverride`` and
 driver pod. Reads only through the given API object.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import RawApi
+from typing import Any
 
 __metaclass__ = type
 
-try:
-    from urllib.parse import quote
-except ImportError:  # Python 2 (ansible-test sanity compile)
-    from urllib import quote  # type: ignore
+from urllib.parse import quote
+from typing import Any
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import RawApi
 
 RELEASE_NAME_ANNOTATION = "meta.helm.sh/release-name"
 RELEASE_NAMESPACE_ANNOTATION = "meta.helm.sh/release-namespace"
@@ -25,11 +27,11 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 LEGACY_POD_SELECTOR = "app.kubernetes.io/name=dra-driver-cpu"
 
 
-def _meta(obj):
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
-def pod_node(pod):
+def pod_node(pod: dict[str, Any]) -> str | None:
     """The node a pod runs on, or (pending DaemonSet pod) the node its
     ``metadata.name`` node-affinity term points at."""
     spec = (pod or {}).get("spec") or {}
@@ -46,7 +48,7 @@ def pod_node(pod):
     return None
 
 
-def driver_nodes(pods):
+def driver_nodes(pods: list[dict[str, Any]]) -> list[str]:
     """Sorted node names that run (or are about to run) a driver pod."""
     nodes = set()
     for pod in pods or []:
@@ -61,7 +63,7 @@ def driver_nodes(pods):
     return sorted(nodes)
 
 
-def release_owns(obj, release, namespace):
+def release_owns(obj: dict[str, Any], release: str, namespace: str) -> bool:
     """True when helm's annotations (or, without them, the instance label) name ``release``."""
     meta = _meta(obj)
     annotations = meta.get("annotations") or {}
@@ -71,7 +73,7 @@ def release_owns(obj, release, namespace):
     return (meta.get("labels") or {}).get(INSTANCE_LABEL) == release
 
 
-def label_selector(selector):
+def label_selector(selector: dict[str, Any] | None) -> str:
     """A LabelSelector object (``matchLabels``, ``matchExpressions``) as a selector string."""
     selector = selector or {}
     parts = ["%s=%s" % (k, v) for k, v in sorted((selector.get("matchLabels") or {}).items())]
@@ -89,13 +91,13 @@ def label_selector(selector):
     return ",".join(parts)
 
 
-def release_daemonsets(daemonsets, release, namespace):
+def release_daemonsets(daemonsets: list[dict[str, Any]], release: str, namespace: str) -> list[dict[str, Any]]:
     """The DaemonSets of ``release``, sorted by name."""
     owned = [d for d in daemonsets or [] if release_owns(d, release, namespace)]
     return sorted(owned, key=lambda d: _meta(d).get("name") or "")
 
 
-def release_pod_selectors(api, namespace, release):
+def release_pod_selectors(api: RawApi, namespace: str, release: str) -> list[str]:
     """The pod selectors of the release's DaemonSets (one per DaemonSet; [] when it has none)."""
     path = "/apis/apps/v1/namespaces/%s/daemonsets" % quote(namespace, safe="")
     items = api.get_json(path).get("items") or []
@@ -107,7 +109,7 @@ def release_pod_selectors(api, namespace, release):
     return selectors
 
 
-def list_driver_pods(api, namespace, selectors):
+def list_driver_pods(api: RawApi, namespace: str, selectors: list[str]) -> list[dict[str, Any]]:
     """The pods matching any of ``selectors`` in ``namespace``, each once."""
     pods, seen = [], set()
     for selector in selectors:
@@ -119,14 +121,15 @@ def list_driver_pods(api, namespace, selectors):
     return pods
 
 
-def describe_selectors(selectors):
+def describe_selectors(selectors: list[str]) -> str:
     """``selector a`` or ``selectors a; b`` for messages."""
     if len(selectors) == 1:
         return "selector %s" % selectors[0]
     return "selectors %s" % "; ".join(selectors)
 
 
-def resolve_pod_selectors(api, namespace, release="", pod_selector=None):
+def resolve_pod_selectors(api: RawApi, namespace: str, release: str | None = "",
+                          pod_selector: str | None = None) -> tuple[list[str], str | None]:
     """The selectors of the driver's pods: ``pod_selector`` when given, else those of the DaemonSets
     of ``release``, else the chart's default name label. Returns ``(selectors, problem)``;
     ``problem`` says why the release has none."""

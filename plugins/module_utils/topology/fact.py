@@ -22,21 +22,27 @@ nothing here talks to a cluster.
   (a claim takes all its CPUs from one device); in individual mode they are
   the largest cell and the largest node, each cut to the API's limit of
   ``claim_device_limit`` devices per claim.
+* ``max_vm_vcpus``, ``max_vm_vcpus_isolated_emulator_thread`` and ``max_vm_vcpus_even_parity`` are
+  the largest VM in vCPUs whose claim is ``max_vm_host_cpus`` (KubeVirt's claim size,
+  common/kubevirt_sizes.py): without ``isolateEmulatorThread``, with it, and with it and even parity.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.claim_limits import (
     CLAIM_DEVICE_LIMIT,
     largest_claims,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import (
     format_cpuset,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.kubevirt_sizes import vm_sizes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
     group_pools,
@@ -68,7 +74,7 @@ class TopologyError(ValueError):
 # --------------------------------------------------------------------------- devices
 
 
-def parse_quantity(value):
+def parse_quantity(value: Any) -> float | int:
     """Parse a Kubernetes quantity holding a CPU count: ``"4"``, ``4``, ``"4000m"``.
 
     Returns an int when the value is whole, a float otherwise; raises
@@ -90,7 +96,7 @@ def parse_quantity(value):
     return number
 
 
-def _devices(obj):
+def _devices(obj: dict[str, Any]) -> list[dict[str, Any]]:
     devices = []
     for device in ((obj or {}).get("spec") or {}).get("devices") or []:
         if isinstance(device, dict) and "basic" in device and isinstance(device["basic"], dict):
@@ -102,7 +108,7 @@ def _devices(obj):
     return devices
 
 
-def device_attribute(device, name, driver=DEFAULT_DRIVER, default=None):
+def device_attribute(device: dict[str, Any], name: str, driver: str = DEFAULT_DRIVER, default: Any = None) -> Any:
     """Value of attribute ``name`` (qualified ``<driver>/name`` or bare ``name``)."""
     attrs = device.get("attributes") or {}
     for key in ("%s/%s" % (driver, name), name):
@@ -117,7 +123,7 @@ def device_attribute(device, name, driver=DEFAULT_DRIVER, default=None):
     return default
 
 
-def device_capacity(device, driver=DEFAULT_DRIVER):
+def device_capacity(device: dict[str, Any], driver: str = DEFAULT_DRIVER) -> int | float | None:
     """The ``<driver>/cpu`` capacity of a device, or None (individual device)."""
     capacity = device.get("capacity") or {}
     for key in ("%s/cpu" % driver, "cpu"):
@@ -129,7 +135,7 @@ def device_capacity(device, driver=DEFAULT_DRIVER):
 # --------------------------------------------------------------------------- topology
 
 
-def _group_of(device, driver):
+def _group_of(device: dict[str, Any], driver: str) -> tuple[str, int]:
     """(group_by, cell_id) of a grouped-mode device."""
     name = device.get("name") or ""
     for pattern, group in _GROUP_NAMES:
@@ -154,7 +160,7 @@ def _group_of(device, driver):
     return MACHINE, 0
 
 
-def _numa_of(device, driver):
+def _numa_of(device: dict[str, Any], driver: str) -> int:
     for attr, domain in (("numaNodeID", driver), ("numaNode", "dra.net"),
                          ("numaNode", "resource.kubernetes.io")):
         value = device_attribute(device, attr, domain)
@@ -163,7 +169,7 @@ def _numa_of(device, driver):
     return 0
 
 
-def node_topology(pool, driver=DEFAULT_DRIVER):
+def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[str, Any]:
     """The topology of one complete pool.
 
     Returns ``{pool_generation, allocatable_cpus, cells, mode, group_by,
@@ -182,7 +188,7 @@ def node_topology(pool, driver=DEFAULT_DRIVER):
         if value is not None:
             smt = bool(value) if smt is None else (smt or bool(value))
 
-    cells = {}
+    cells: dict[int, dict[str, Any]] = {}
     if grouped:
         mode = GROUPED
         groups = set()
@@ -199,7 +205,7 @@ def node_topology(pool, driver=DEFAULT_DRIVER):
     else:
         mode = INDIVIDUAL
         group_by = NUMANODE
-        cpu_ids = {}
+        cpu_ids: dict[int, list[int]] = {}
         for device in devices:
             cell_id = _numa_of(device, driver)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
@@ -229,22 +235,23 @@ def node_topology(pool, driver=DEFAULT_DRIVER):
     }
 
 
-def _device_sort_key(name):
+def _device_sort_key(name: str) -> tuple[str, int, str]:
     name = name or ""
     digits = re.search(r"(\d+)$", name)
     return (re.sub(r"\d+$", "", name), int(digits.group(1)) if digits else -1, name)
 
 
-def _common(values):
-    values = set(values)
-    if not values:
+def _common(values: Iterable[str | None]) -> str | None:
+    distinct = set(values)
+    if not distinct:
         return None
-    if len(values) == 1:
-        return values.pop()
+    if len(distinct) == 1:
+        return distinct.pop()
     return "mixed"
 
 
-def complete_node_topologies(slices, driver=DEFAULT_DRIVER, nodes=None):
+def complete_node_topologies(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
+                             nodes: list[str] | None = None) -> dict[str, Any]:
     """``{node: node_topology()}`` of the nodes with a complete pool; ``nodes`` (optional) restricts
     it to those node names."""
     by_node = pools_by_node(group_pools(slices, driver))
@@ -253,7 +260,8 @@ def complete_node_topologies(slices, driver=DEFAULT_DRIVER, nodes=None):
                 if (wanted is None or node in wanted) and by_node[node]["complete"])
 
 
-def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
+def build_topology(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
+                   nodes: list[str] | None = None) -> dict[str, Any]:
     """Build the ``dra_cpu_topology`` facts from ResourceSlices.
 
     Only nodes with a complete pool are included; ``nodes`` (optional)
@@ -262,7 +270,8 @@ def build_topology(slices, driver=DEFAULT_DRIVER, nodes=None):
     return cluster_topology(complete_node_topologies(slices, driver, nodes), driver)
 
 
-def cluster_topology(node_facts, driver=DEFAULT_DRIVER, not_ready=None):
+def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
+                     not_ready: list[str] | None = None) -> dict[str, Any]:
     """The detailed topology from the per-node topologies (``{node: node_topology()}``): the
     cluster-wide figures of the fact and, in ``nodes``, every node's whole ``node_topology()``
     (fact_of keeps the figures and a node's total and cells).
@@ -290,11 +299,12 @@ def cluster_topology(node_facts, driver=DEFAULT_DRIVER, not_ready=None):
             if smallest is None or cell["allocatable_cpus"] < smallest[1]["allocatable_cpus"]:
                 smallest = (node, cell)
 
-    def _ref(item):
+    def _ref(item: tuple[str, dict[str, Any]] | None) -> dict[str, Any] | None:
         if item is None:
             return None
         return {"node": item[0], "id": item[1]["id"], "allocatable_cpus": item[1]["allocatable_cpus"]}
 
+    vcpus = vm_sizes(in_one_cell)
     return {
         "driver": driver,
         "mode": _common(n["mode"] for n in node_facts.values()),
@@ -304,6 +314,9 @@ def cluster_topology(node_facts, driver=DEFAULT_DRIVER, not_ready=None):
         "total_allocatable_cpus": sum(n["allocatable_cpus"] for n in node_facts.values() if n["ready"]),
         "max_vm_host_cpus": in_one_cell,
         "max_node_host_cpus": on_one_node,
+        "max_vm_vcpus": vcpus["vcpus"],
+        "max_vm_vcpus_isolated_emulator_thread": vcpus["isolated_emulator_thread"],
+        "max_vm_vcpus_even_parity": vcpus["even_parity"],
         "claim_device_limit": CLAIM_DEVICE_LIMIT,
         "largest_cell": _ref(largest),
         "smallest_cell": _ref(smallest),
@@ -314,7 +327,7 @@ def cluster_topology(node_facts, driver=DEFAULT_DRIVER, not_ready=None):
 FACT_NODE_KEYS = ("allocatable_cpus", "ready", "pool_generation")
 
 
-def fact_of(topology):
+def fact_of(topology: dict[str, Any]) -> dict[str, Any]:
     """The ``dra_cpu_topology`` fact of a detailed topology (cluster_topology): its cluster-wide
     figures, and per node ``allocatable_cpus``, ``ready``, ``pool_generation`` and ``cells``, a
     mapping of cell id (a string, as in JSON) to the cell's allocatable CPUs.

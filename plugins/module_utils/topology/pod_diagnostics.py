@@ -9,23 +9,25 @@ API object and never raises on I/O errors (they go into the report). The
 wait itself is in waiter.py.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
+
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     describe_selectors,
     list_driver_pods,
     pod_node,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 
 
-def _meta(obj):
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
-def pod_state(pod):
+def pod_state(pod: dict[str, Any]) -> dict[str, Any]:
     """``{name, phase, reason, message, containers: [{name, ready, restarts, state, reason}]}``."""
     status = (pod or {}).get("status") or {}
     containers = []
@@ -54,7 +56,7 @@ def pod_state(pod):
     }
 
 
-def describe_pod(state):
+def describe_pod(state: dict[str, Any]) -> str:
     """One line: ``pod p Running; container dracpu waiting CrashLoopBackOff, 5 restarts``."""
     text = "pod %s %s" % (state["name"], state["phase"])
     if state["reason"]:
@@ -74,7 +76,8 @@ def describe_pod(state):
     return text
 
 
-def pending_report(api, result, namespace, pod_selector, log_lines=20, container=None):
+def pending_report(api: RawApi, result: dict[str, Any], namespace: str, pod_selector: list[str], log_lines: int = 20,
+                   container: str | None = None) -> list[dict[str, Any]]:
     """Per node still missing or incomplete: state, reason, driver pod, logs.
 
     ``pod_selector`` is one label selector or a list of them (a release's
@@ -84,7 +87,7 @@ def pending_report(api, result, namespace, pod_selector, log_lines=20, container
     selectors = [pod_selector] if isinstance(pod_selector, str) else list(pod_selector)
     progress = result["progress"]
     entries = []
-    pods_by_node = {}
+    pods_by_node: dict[str, list[dict[str, Any]]] = {}
     pod_error = None
     try:
         for pod in list_driver_pods(api, namespace, selectors):
@@ -116,7 +119,8 @@ def pending_report(api, result, namespace, pod_selector, log_lines=20, container
     return entries
 
 
-def timeout_message(driver, timeout, entries, stats=None):
+def timeout_message(driver: str, timeout: int, entries: list[dict[str, Any]],
+                    stats: dict[str, Any] | None = None) -> str:
     """The failure message listing each pending node with its pod and logs."""
     lines = ["timed out after %ss waiting for the ResourceSlices of driver %s on %d node(s):"
              % (timeout, driver, len(entries))]

@@ -12,17 +12,20 @@ say why. The files and how they are written are report_files.py; reading the pod
 pod_diagnostics.py.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
+
+from collections.abc import Callable
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     list_driver_pods,
     pod_node,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import pod_state
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.report_files import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_files import (
     FAILURE,
     TOPOLOGY,
     write_report,
@@ -30,7 +33,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SLICES_PATH
 
 
-def _read(what, read):
+def _read(what: str, read: Callable[[], list[dict[str, Any]]]) -> tuple[list[dict[str, Any]] | None, str | None]:
     """``(value, None)`` or ``(None, error)``: a failure report is written even when a read fails."""
     try:
         return read(), None
@@ -38,7 +41,8 @@ def _read(what, read):
         return None, "cannot read %s: %s" % (what, exc.message)
 
 
-def failure_report(api, driver, namespace, selectors, message, result, detail=None):
+def failure_report(api: RawApi, driver: str, namespace: str, selectors: list[str], message: str, result: dict[str, Any],
+                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
     """The failure report: the message and what the wait saw, plus a fresh read of the driver's
     slices and pods (one list each)."""
     slices, slices_error = _read("the ResourceSlices", lambda: api.get_json(
@@ -59,7 +63,9 @@ def failure_report(api, driver, namespace, selectors, message, result, detail=No
     return report
 
 
-def write_topology_reports(report_dir, api, params, selectors, result, failure, detail=None):
+def write_topology_reports(report_dir: str | None, api: RawApi, params: dict[str, Any], selectors: list[str],
+                           result: dict[str, Any], failure: str | None,
+                           detail: dict[str, Any] | None = None) -> str | None:
     """``dra-cpu-topology.json`` after a successful wait, ``dra-cpu-failure.json`` after a failed one;
     ``detail`` is the detailed topology (fact.cluster_topology). Returns the path written (None
     without ``report_dir``)."""

@@ -12,11 +12,13 @@ client built, ``run``, the result with ``failed``; k8s/runner.py runs it in eith
 documentation and the exit.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
@@ -25,8 +27,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks import GROUP_BY, MODES
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import CpusetError, parse_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import GROUP_BY, MODES
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import not_published_line, render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
@@ -39,8 +41,11 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_di
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.reports import write_topology_reports
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
 
+if TYPE_CHECKING:  # the annotation only: the module does not import the runner
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
-def argument_spec():
+
+def argument_spec() -> dict[str, Any]:
     spec = dict(
         driver=dict(type="str", default=topo.DEFAULT_DRIVER),
         nodes=dict(type="list", elements="str"),
@@ -65,10 +70,10 @@ def argument_spec():
     return spec
 
 
-def check_params(params):
+def check_params(params: dict[str, Any]) -> tuple[list[str], list[int]]:
     """Problems with the options (list of messages) and the reserved CPU list."""
-    problems = []
-    reserved = []
+    problems: list[str] = []
+    reserved: list[int] = []
     try:
         reserved = parse_cpuset(params["reserved_cpus"])
     except CpusetError as exc:
@@ -86,7 +91,7 @@ def check_params(params):
     return problems, reserved
 
 
-def run_cpu_topology(params, check_mode, source, get_client):
+def run_cpu_topology(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
     """The module's result (``failed`` and ``msg`` on failure, when the topology is returned as
     ``topology`` instead of the fact); ``get_client(source)`` builds the client."""
     problems, reserved = check_params(params)
@@ -111,7 +116,9 @@ def run_cpu_topology(params, check_mode, source, get_client):
     return result
 
 
-def run(api, params, reserved, clock=None, sleep=None, report_dir=None):
+def run(api: RawApi, params: dict[str, Any], reserved: list[int], clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        report_dir: str | None = None) -> tuple[dict[str, Any], str | None]:
     """Resolve the targets, wait, build the topology. Returns (result, failure message or None);
     with ``report_dir`` the topology or the failure is also written there (reports.py)."""
     selectors, problem = resolve_pod_selectors(api, params["namespace"], params.get("release_name"),
@@ -125,7 +132,10 @@ def run(api, params, reserved, clock=None, sleep=None, report_dir=None):
     return result, failure
 
 
-def _settle(api, params, reserved, selectors, problem, clock, sleep, result, failure, detail):
+def _settle(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: list[str], problem: str | None,
+            clock: Callable[[], float] | None, sleep: Callable[[float], None] | None, result: dict[str, Any],
+            failure: str | None,
+            detail: dict[str, Any] | None) -> tuple[dict[str, Any], str | None, dict[str, Any] | None]:
     """Every pool is complete but does not have the sizes asked for: within ``sizing_grace`` seconds
     look again, once a second. After an upgrade (new reservedCPUs) upstream's ResourceSlice
     controller updates a pool in place and keeps its generation when at most one slice changed
@@ -143,13 +153,15 @@ def _settle(api, params, reserved, selectors, problem, clock, sleep, result, fai
     return result, failure, detail
 
 
-def _wait(api, params, reserved, selectors, problem, clock, sleep):
+def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: list[str], problem: str | None,
+          clock: Callable[[], float] | None,
+          sleep: Callable[[float], None] | None) -> tuple[dict[str, Any], str | None, dict[str, Any] | None]:
     """One wait (or snapshot): ``(result, failure message or None, detailed topology or None)``; the
     result holds the fact (fact.fact_of), the table and the sizing checks read the detail."""
-    kwargs = dict((k, v) for k, v in (("clock", clock), ("sleep", sleep)) if v is not None)
+    kwargs: dict[str, Any] = dict((k, v) for k, v in (("clock", clock), ("sleep", sleep)) if v is not None)
     waiter = SliceWaiter(api, params["driver"], **kwargs)
     explicit = params.get("nodes")
-    empty = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
+    empty: dict[str, Any] = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
     if explicit:
         targets = sorted(set(explicit))
     else:
@@ -212,19 +224,19 @@ def _wait(api, params, reserved, selectors, problem, clock, sleep):
     return result, None, detail
 
 
-def not_ready_nodes(api, params, names):
+def not_ready_nodes(api: RawApi, params: dict[str, Any], names: Iterable[str]) -> list[str]:
     """The nodes among ``names`` whose ``Ready`` condition is not ``True``: the role passes what its
     preflight read (``not_ready_nodes``); without it one list of the Nodes tells."""
-    names = set(names)
+    wanted = set(names)
     given = params.get("not_ready_nodes")
     if given is not None:
-        return sorted(names.intersection(given))
-    if not names:
+        return sorted(wanted.intersection(given))
+    if not wanted:
         return []
-    return sorted(node_name(obj) for obj in api.list_nodes() if node_name(obj) in names and not is_ready(obj))
+    return sorted(str(node_name(obj)) for obj in api.list_nodes() if node_name(obj) in wanted and not is_ready(obj))
 
 
-def _facts(api, waited, params):
+def _facts(api: RawApi, waited: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     """The detailed topology of the targets that completed: their node topologies were built by the waiter
     as each pool completed, so only the cluster-wide part is left to do here."""
     driver = params["driver"]

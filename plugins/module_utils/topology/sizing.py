@@ -7,16 +7,19 @@ and contiguously over ``KUBEVIRT_NUM_NUMA_NODES`` cells, minus the reserved
 CPUs), the comparison with what the driver published (``check_sizing``;
 ``check_shape`` for the device mode and grouping the release asks for) and
 the smallest-largest-cell check (``check_min_cell_cpus``, against the largest
-claim one cell allows). Reads the ``dra_cpu_topology`` shape built by
+claim one cell allows; its message names each node's cells and how to turn it off). Reads the ``dra_cpu_topology`` shape built by
 fact.py; does not parse slices and does not format tables.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
+from collections.abc import Iterable
+from typing import Any
+
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.claim_limits import CLAIM_DEVICE_LIMIT
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import format_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import format_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import (
     INDIVIDUAL,
     MACHINE,
@@ -25,7 +28,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact i
 )
 
 
-def expected_cells(num_vcpu, num_cells, reserved=()):
+def expected_cells(num_vcpu: int | str, num_cells: int | str,
+                   reserved: Iterable[int | str] = ()) -> list[dict[str, Any]]:
     """The kubevirtci sizing rule for one node.
 
     The VM's ``num_vcpu`` CPUs are split evenly and contiguously over
@@ -42,25 +46,27 @@ def expected_cells(num_vcpu, num_cells, reserved=()):
     if num_vcpu % num_cells:
         raise TopologyError("%d vCPUs cannot be split evenly over %d NUMA cells" % (num_vcpu, num_cells))
     per_cell = num_vcpu // num_cells
-    reserved = set(int(c) for c in reserved or ())
+    reserved_set = set(int(c) for c in reserved or ())
     cells = []
     for index in range(num_cells):
         cpus = set(range(index * per_cell, (index + 1) * per_cell))
         cells.append({
             "id": index,
             "cpus": format_cpuset(cpus),
-            "reserved": format_cpuset(cpus & reserved),
-            "allocatable": format_cpuset(cpus - reserved),
-            "allocatable_cpus": len(cpus - reserved),
+            "reserved": format_cpuset(cpus & reserved_set),
+            "allocatable": format_cpuset(cpus - reserved_set),
+            "allocatable_cpus": len(cpus - reserved_set),
         })
     return cells
 
 
-def _problem(node, cell, observed, expected, message):
+def _problem(node: str | None, cell: int | None, observed: int | str | list[int], expected: int | str | list[int],
+             message: str) -> dict[str, Any]:
     return {"node": node, "cell": cell, "observed": observed, "expected": expected, "message": message}
 
 
-def check_shape(topology, expected_mode="", expected_group_by=""):
+def check_shape(topology: dict[str, Any], expected_mode: str | None = "",
+                expected_group_by: str | None = "") -> list[dict[str, Any]]:
     """Compare each node's published device mode and grouping with the ones asked for (the
     release's values; '' checks nothing). Returns problems as ``check_sizing``. After an upgrade to
     another mode or grouping the old driver's pool is complete until the new pod publishes: a
@@ -80,8 +86,9 @@ def check_shape(topology, expected_mode="", expected_group_by=""):
     return problems
 
 
-def check_sizing(topology, expected_cells_per_node=None, expected_cpus_per_node=None,
-                 reserved_cpus=()):
+def check_sizing(topology: dict[str, Any], expected_cells_per_node: int | str | None = None,
+                 expected_cpus_per_node: int | str | None = None,
+                 reserved_cpus: Iterable[int | str] = ()) -> list[dict[str, Any]]:
     """Compare the published topology with the kubevirtci sizing rule.
 
     Returns a list of problems ``{node, cell, observed, expected, message}``
@@ -91,7 +98,7 @@ def check_sizing(topology, expected_cells_per_node=None, expected_cpus_per_node=
     the CPU ids of each cell when published). With only one of them, the
     number of cells or the node total is checked.
     """
-    problems = []
+    problems: list[dict[str, Any]] = []
     reserved = sorted(set(int(c) for c in reserved_cpus or ()))
     cells_n = int(expected_cells_per_node) if expected_cells_per_node not in (None, "") else None
     cpus_n = int(expected_cpus_per_node) if expected_cpus_per_node not in (None, "") else None
@@ -127,7 +134,7 @@ def check_sizing(topology, expected_cells_per_node=None, expected_cpus_per_node=
         group_by = node.get("group_by")
         per_cell_rule = group_by == NUMANODE or node.get("mode") == INDIVIDUAL
 
-        if node_total is not None and node.get("allocatable_cpus") != node_total:
+        if cpus_n is not None and node_total is not None and node.get("allocatable_cpus") != node_total:
             problems.append(_problem(
                 name, None, node.get("allocatable_cpus"), node_total,
                 "node %s publishes %s allocatable CPUs, expected %d (%d CPUs - %d reserved)"
@@ -153,7 +160,7 @@ def check_sizing(topology, expected_cells_per_node=None, expected_cpus_per_node=
         if observed_ids != wanted_ids:
             problems.append(_problem(
                 name, None, observed_ids, wanted_ids,
-                "node %s publishes cells %s, expected cells %s (%d CPUs over %d NUMA cells, reserved %s)"
+                "node %s publishes cells %s, expected cells %s (%s CPUs over %s NUMA cells, reserved %s)"
                 % (name, _ids(observed_ids), _ids(wanted_ids), cpus_n, cells_n,
                    format_cpuset(reserved) or "none")))
         for cell in wanted:
@@ -174,34 +181,64 @@ def check_sizing(topology, expected_cells_per_node=None, expected_cpus_per_node=
     return problems
 
 
-def _ids(ids):
+def _ids(ids: list[int]) -> str:
     return "[" + ", ".join(str(i) for i in ids) + "]"
 
 
-def check_min_cell_cpus(topology, min_cell_cpus):
-    """None when one claim of ``min_cell_cpus`` CPUs fits in one cell, else a message with the numbers.
+# nodes named one by one in check_min_cell_cpus's message (the fact and the report file have them all)
+MAX_NAMED_NODES = 20
+# how the min_cell_cpus check is turned off, at the end of its message
+MIN_CELL_CPUS_OFF = "min_cell_cpus 0 (role variable dra_cpu_min_cell_cpus: 0) turns this check off"
+
+
+def _host_cpus(count: int) -> str:
+    return "%d host CPU%s" % (count, "" if count == 1 else "s")
+
+
+def _nodes_cpus(topology: dict[str, Any]) -> str:
+    """Each node and what it publishes: ``node01 cells 0=4, 1=6; node02 no CPU; node03 not Ready``,
+    past MAX_NAMED_NODES nodes ``and N more``."""
+    names = sorted(topology.get("nodes") or {})
+    if not names:
+        return "no node has published its CPUs"
+    parts = []
+    for name in names[:MAX_NAMED_NODES]:
+        node = topology["nodes"][name]
+        cells = node.get("cells") or []
+        if not node.get("ready", True):
+            parts.append("%s not Ready" % name)
+        elif not cells:
+            parts.append("%s no CPU" % name)
+        else:
+            parts.append("%s cells %s" % (name, ", ".join("%s=%s" % (c["id"], c["allocatable_cpus"]) for c in cells)))
+    if len(names) > MAX_NAMED_NODES:
+        parts.append("and %d more" % (len(names) - MAX_NAMED_NODES))
+    return "; ".join(parts)
+
+
+def check_min_cell_cpus(topology: dict[str, Any], min_cell_cpus: int | str | None) -> str | None:
+    """None when one claim of ``min_cell_cpus`` CPUs fits in one cell, else a message with the numbers:
+    why, each node's cells (a node not Ready counts in no figure) and how to turn the check off.
 
     What fits in one cell is ``max_vm_host_cpus``: the largest cell, and in individual mode no more
-    than the API's limit on the devices of one claim (claim_limits.py), however big the cell.
+    than the API's limit on the devices of one claim (claim_limits.py), however big the cell. None,
+    '' or 0 check nothing (the role's default, 1, fails an install after which no cell holds a CPU).
     """
-    if min_cell_cpus in (None, ""):
+    if min_cell_cpus in (None, "") or int(min_cell_cpus) <= 0:
         return None
     need = int(min_cell_cpus)
     largest = topology.get("largest_cell")
     if largest and topology.get("max_vm_host_cpus", largest["allocatable_cpus"]) >= need:
         return None
-    cells = []
-    for node in sorted(topology.get("nodes") or {}):
-        for cell in topology["nodes"][node]["cells"]:
-            cells.append("%s/%s=%s" % (node, cell["id"], cell["allocatable_cpus"]))
     if not largest:
-        return "no cell can hold a VM of %d host CPUs: no CPU is published" % need
-    if largest["allocatable_cpus"] >= need:
-        return ("no cell can hold a VM of %d host CPUs: the largest cell, node %s cell %s, has %d allocatable "
-                "CPUs, but in individual mode a claim is one device per CPU and Kubernetes allocates at most "
-                "%s devices to one claim (cells: %s)"
-                % (need, largest["node"], largest["id"], largest["allocatable_cpus"],
-                   topology.get("claim_device_limit", CLAIM_DEVICE_LIMIT), ", ".join(cells)))
-    return ("no cell can hold a VM of %d host CPUs: the largest cell is node %s cell %s with %d "
-            "allocatable CPUs (cells: %s)"
-            % (need, largest["node"], largest["id"], largest["allocatable_cpus"], ", ".join(cells)))
+        why = "no Ready node publishes a CPU"
+    elif largest["allocatable_cpus"] >= need:
+        why = ("the largest cell, node %s cell %s, has %d allocatable CPUs, but in individual mode a claim is "
+               "one device per CPU and Kubernetes allocates at most %s devices to one claim"
+               % (largest["node"], largest["id"], largest["allocatable_cpus"],
+                  topology.get("claim_device_limit", CLAIM_DEVICE_LIMIT)))
+    else:
+        why = ("the largest cell is node %s cell %s with %d allocatable CPUs"
+               % (largest["node"], largest["id"], largest["allocatable_cpus"]))
+    return "no cell can hold a VM of %s: %s (nodes: %s); %s" % (_host_cpus(need), why, _nodes_cpus(topology),
+                                                                MIN_CELL_CPUS_OFF)

@@ -19,38 +19,40 @@ Rules (see docs/internals.md and the driver reference):
   ignored.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
+
+from typing import Any
 
 DEFAULT_DRIVER = "dra.cpu"
 
 
-def _spec(obj):
+def _spec(obj: dict[str, Any]) -> dict[str, Any]:
     return (obj or {}).get("spec") or {}
 
 
-def _pool(obj):
+def _pool(obj: dict[str, Any]) -> dict[str, Any]:
     return _spec(obj).get("pool") or {}
 
 
-def _int(value, default=0):
+def _int(value: Any, default: int = 0) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
         return default
 
 
-def slice_node(obj):
+def slice_node(obj: dict[str, Any]) -> str | None:
     """The node a slice belongs to (``spec.nodeName``) or None."""
     return _spec(obj).get("nodeName") or None
 
 
-def slice_name(obj):
+def slice_name(obj: dict[str, Any]) -> str:
     return ((obj or {}).get("metadata") or {}).get("name") or ""
 
 
-def group_pools(slices, driver=DEFAULT_DRIVER):
+def group_pools(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER) -> dict[str, Any]:
     """Group slices by pool and judge each pool's completeness.
 
     Returns ``{pool_name: pool}`` where pool is a dict with keys ``name``,
@@ -60,7 +62,7 @@ def group_pools(slices, driver=DEFAULT_DRIVER):
     slices of older generations), ``complete`` (bool) and ``reason`` (why it is
     not complete, '' when complete). Slices of other drivers are ignored.
     """
-    by_pool = {}
+    by_pool: dict[str, list[dict[str, Any]]] = {}
     for obj in slices or []:
         spec = _spec(obj)
         if driver and spec.get("driver") not in (None, driver):
@@ -103,7 +105,7 @@ def group_pools(slices, driver=DEFAULT_DRIVER):
     return result
 
 
-def pools_by_node(pools):
+def pools_by_node(pools: dict[str, Any]) -> dict[str, Any]:
     """Map node name -> its pool (the pool named after the node wins)."""
     out = {}
     for name in sorted(pools):
@@ -116,14 +118,14 @@ def pools_by_node(pools):
     return out
 
 
-def pool_progress(slices, targets, driver=DEFAULT_DRIVER):
+def pool_progress(slices: list[dict[str, Any]], targets: list[str], driver: str = DEFAULT_DRIVER) -> dict[str, Any]:
     """Where each target node stands: ``{complete, missing, incomplete}``.
 
     ``complete``: sorted node names with a complete pool; ``missing``: sorted
     node names without any slice; ``incomplete``: ``{node: reason}``.
     """
     by_node = pools_by_node(group_pools(slices, driver))
-    progress = {"complete": [], "missing": [], "incomplete": {}}
+    progress: dict[str, Any] = {"complete": [], "missing": [], "incomplete": {}}
     for node in sorted(set(targets)):
         pool = by_node.get(node)
         if pool is None:

@@ -5,13 +5,16 @@
 Owns: the one rendering of the topology that users see. ``cpu_topology``
 returns it as ``summary`` and the role's tasks only print it (no Jinja copy).
 Reads the shape built by fact.py; computes nothing about pools or
-sizing.
+sizing (a claim's size in vCPUs is common/kubevirt_sizes.py's).
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
+from typing import Any
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.kubevirt_sizes import vm_sizes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import (
     GROUPED,
     INDIVIDUAL,
@@ -31,7 +34,7 @@ NOT_READY = " (node not Ready: counted in no figure below)"
 _DEVICE_SPAN = {NUMANODE: "one NUMA cell", SOCKET: "one socket", MACHINE: "the machine"}
 
 
-def _devices(names):
+def _devices(names: list[str]) -> str:
     """The device names joined by commas, cut to DEVICES_WIDTH with '...'."""
     text = ",".join(names)
     if len(text) > DEVICES_WIDTH:
@@ -39,27 +42,47 @@ def _devices(names):
     return text
 
 
-def sizing_lines(topology):
-    """The largest VM, worded for the device mode (the numbers come from fact.py).
+def in_vcpus(host_cpus: Any) -> str:
+    """A claim of ``host_cpus`` in KubeVirt's terms, after the host CPUs: `` = 6 vCPUs, 5 with
+    isolateEmulatorThread (5 with even parity)`` (no IO threads: each takes one more host CPU);
+    '' when the number is unknown."""
+    if not isinstance(host_cpus, int) or isinstance(host_cpus, bool):
+        return ""
+    sizes = vm_sizes(host_cpus)
+    if not sizes["vcpus"]:
+        return " = no VM"
+    text = " = %d vCPU%s" % (sizes["vcpus"], "" if sizes["vcpus"] == 1 else "s")
+    if not sizes["isolated_emulator_thread"]:
+        return text + ", none with isolateEmulatorThread"
+    # 2 host CPUs or more: even parity always leaves at least a 1-vCPU VM (1 + 1 emulator CPU)
+    return text + ", %d with isolateEmulatorThread (%d with even parity)" % (
+        sizes["isolated_emulator_thread"], sizes["even_parity"])
+
+
+def sizing_lines(topology: dict[str, Any]) -> list[str]:
+    """The largest VM, worded for the device mode (the numbers come from fact.py), in host CPUs and
+    in KubeVirt's vCPUs (``in_vcpus``).
 
     Grouped mode: one line, a claim being one device. Individual (or mixed) mode: the largest
     claim on one node, which the API's device limit caps, then the largest in one NUMA cell.
     """
     vm = topology.get("max_vm_host_cpus", "?")
     if topology.get("mode") == GROUPED:
-        return ["largest VM that fits: %s host CPUs, all from one device (%s)"
-                % (vm, _DEVICE_SPAN.get(topology.get("group_by"), "one cell"))]
+        group_by: Any = topology.get("group_by")
+        return ["largest VM that fits: %s host CPUs, all from one device (%s)%s"
+                % (vm, _DEVICE_SPAN.get(group_by, "one cell"), in_vcpus(vm))]
     limit = topology.get("claim_device_limit", "?")
     if topology.get("mode") == INDIVIDUAL:
         why = "at most %s devices, one per CPU" % limit
     else:
         why = ("one device on a grouped node, at most %s devices, one per CPU, on an "
                "individual-mode node" % limit)
-    return ["largest VM that fits: %s host CPUs on one node (%s)" % (topology.get("max_node_host_cpus", "?"), why),
-            "largest NUMA-aligned VM: %s host CPUs (all its devices from one NUMA cell)" % vm]
+    node = topology.get("max_node_host_cpus", "?")
+    return ["largest VM that fits: %s host CPUs on one node (%s)%s" % (node, why, in_vcpus(node)),
+            "largest NUMA-aligned VM: %s host CPUs (all its devices from one NUMA cell)%s" % (vm, in_vcpus(vm))]
 
 
-def not_published_line(pending_nodes, timeout):
+def not_published_line(pending_nodes: list[str], timeout: int) -> str:
     """The report's line when the topology was read without waiting (check mode) and is incomplete."""
     names = [n for n in pending_nodes if n]
     where = (" on %s" % ", ".join(names[:3]) + (" and %d more" % (len(names) - 3) if len(names) > 3 else "")
@@ -68,7 +91,7 @@ def not_published_line(pending_nodes, timeout):
             "to %ss" % (where, timeout))
 
 
-def render_table(topology):
+def render_table(topology: dict[str, Any]) -> list[str]:
     """Node, cell, devices, allocatable CPUs; a total per node (marked when the node is not Ready); the
     largest VM (sizing_lines) and, for more than one node, the largest and smallest cells.
 

@@ -19,13 +19,15 @@ driver_pods.py; the timeout report (pod phase, container states, last log
 lines) in pod_diagnostics.py.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import time
+from collections.abc import Callable
+from typing import Any
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
     group_pools,
@@ -35,15 +37,16 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import node_topology
 
+
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
 NODE_CHECK_INTERVAL = 15.0
 
 
-def _meta(obj):
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
-def _key(obj):
+def _key(obj: dict[str, Any]) -> str | None:
     meta = _meta(obj)
     # bookkeeping key for the local cache; the logic never interprets names
     return meta.get("uid") or meta.get("name")
@@ -52,35 +55,36 @@ def _key(obj):
 class SliceWaiter(object):
     """List + watch ResourceSlices of one driver until the targets are complete."""
 
-    def __init__(self, api, driver=DEFAULT_DRIVER, clock=time.monotonic, sleep=time.sleep,
-                 max_backoff=5.0, node_check_interval=NODE_CHECK_INTERVAL):
+    def __init__(self, api: RawApi, driver: str = DEFAULT_DRIVER, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep, max_backoff: float = 5.0,
+                 node_check_interval: float = NODE_CHECK_INTERVAL) -> None:
         self.api = api
         self.driver = driver
         self.clock = clock
         self.sleep = sleep
         self.max_backoff = max_backoff
         self.node_check_interval = node_check_interval
-        self.slices = {}
-        self.resource_version = None
+        self.slices: dict[str | None, dict[str, Any]] = {}
+        self.resource_version: str | None = None
         self.stats = {"lists": 0, "watches": 0, "relists": 0, "reconnects": 0, "node_checks": 0,
                       "events": 0}
-        self.targets = []
-        self.targets_set = set()
-        self.dropped = []
-        self.last_error = None
+        self.targets: list[str] = []
+        self.targets_set: set[str] = set()
+        self.dropped: list[str] = []
+        self.last_error: str | None = None
         # incremental bookkeeping, so a watch event costs O(slices of one node), not O(all slices):
         # slices per node, and the target nodes whose pool is not complete yet
-        self.by_node = {}
-        self.pending = set()
+        self.by_node: dict[str | None, dict[str | None, dict[str, Any]]] = {}
+        self.pending: set[str] = set()
         # each target's topology, built when its pool completes (during the wait, not after it)
-        self.node_facts = {}
+        self.node_facts: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ helpers
 
-    def _selector(self):
+    def _selector(self) -> str:
         return "spec.driver=%s" % self.driver
 
-    def _list(self):
+    def _list(self) -> None:
         data = self.api.get_json(SLICES_PATH, {"fieldSelector": self._selector()})
         self.stats["lists"] += 1
         self.slices = {}
@@ -90,18 +94,18 @@ class SliceWaiter(object):
         self.resource_version = _meta(data).get("resourceVersion")
         self._index()
 
-    def _set_targets(self, targets):
+    def _set_targets(self, targets: list[str]) -> None:
         self.targets = sorted(set(targets))
         self.targets_set = set(self.targets)
 
-    def _index(self):
+    def _index(self) -> None:
         """Rebuild the per-node index and the pending set from ``slices`` (after a list)."""
         self.by_node = {}
         for key, item in self.slices.items():
             self.by_node.setdefault(slice_node(item), {})[key] = item
         self.pending = set(node for node in self.targets if not self._complete(node))
 
-    def _complete(self, node):
+    def _complete(self, node: str) -> bool:
         """Judge one node's pool; keep its topology (``node_facts``) while the pool is complete."""
         slices = list(self.by_node.get(node, {}).values())
         pool = pools_by_node(group_pools(slices, self.driver)).get(node)
@@ -111,7 +115,7 @@ class SliceWaiter(object):
         self.node_facts[node] = node_topology(pool, self.driver)
         return True
 
-    def _judge(self, node):
+    def _judge(self, node: str | None) -> None:
         """Re-judge one target node after its slices changed."""
         if node not in self.targets_set:
             return
@@ -120,19 +124,19 @@ class SliceWaiter(object):
         else:
             self.pending.add(node)
 
-    def _drop_target(self, node):
+    def _drop_target(self, node: str) -> None:
         self.targets.remove(node)
         self.targets_set.discard(node)
         self.pending.discard(node)
         self.dropped.append(node)
 
-    def _progress(self):
+    def _progress(self) -> dict[str, Any]:
         return pool_progress(list(self.slices.values()), self.targets, self.driver)
 
-    def _done(self):
+    def _done(self) -> bool:
         return not self.pending
 
-    def _drop_deleted(self, candidates):
+    def _drop_deleted(self, candidates: list[str] | set[str]) -> None:
         """Drop target nodes among ``candidates`` that no longer exist."""
         for node in sorted(candidates):
             if node not in self.targets_set:
@@ -147,7 +151,7 @@ class SliceWaiter(object):
             if not exists:
                 self._drop_target(node)
 
-    def _check_pending_nodes(self):
+    def _check_pending_nodes(self) -> None:
         """Drop pending targets that no longer exist, with one list of node names."""
         pending = set(self.pending)
         if not pending:
@@ -167,13 +171,13 @@ class SliceWaiter(object):
             if node in self.targets_set and node not in names:
                 self._drop_target(node)
 
-    def _backoff(self, attempt, deadline):
+    def _backoff(self, attempt: int, deadline: float) -> None:
         delay = min(self.max_backoff, 0.5 * (2 ** attempt))
         delay = max(0.0, min(delay, deadline - self.clock()))
         if delay:
             self.sleep(delay)
 
-    def _list_with_retry(self, deadline):
+    def _list_with_retry(self, deadline: float) -> bool:
         attempt = 0
         while True:
             try:
@@ -188,7 +192,7 @@ class SliceWaiter(object):
                 self._backoff(attempt, deadline)
                 attempt += 1
 
-    def _apply(self, event):
+    def _apply(self, event: dict[str, Any]) -> str | None:
         """Apply one watch event. Returns 'relist', 'check:<node>' or None."""
         kind = event.get("type")
         obj = event.get("object") or {}
@@ -223,13 +227,13 @@ class SliceWaiter(object):
 
     # ------------------------------------------------------------------ wait
 
-    def snapshot(self, targets):
+    def snapshot(self, targets: list[str]) -> dict[str, Any]:
         """One list, no wait: the current slices and the progress."""
         self._set_targets(targets)
         self._list()
         return self.result(waited=False)
 
-    def wait(self, targets, timeout):
+    def wait(self, targets: list[str], timeout: int) -> dict[str, Any]:
         """Wait until every node in ``targets`` has a complete pool.
 
         Returns ``result()`` with ``complete`` True, or False at the deadline.
@@ -306,7 +310,7 @@ class SliceWaiter(object):
             self._drop_deleted(set(self.pending))
         return self.result(start=start)
 
-    def result(self, start=None, waited=True):
+    def result(self, start: float | None = None, waited: bool = True) -> dict[str, Any]:
         progress = self._progress()
         out = {
             "complete": not progress["missing"] and not progress["incomplete"],

@@ -6,12 +6,11 @@
   ``settings``), the validate module's argument spec and ``chart_values_for``;
 * ``checks.py``: which role variable each option is, the wording of every input error, one-value
   checks (Go durations, counts, chart references);
-* ``kubeconfig.py``: the kubeconfig file and context exist (reads context names only);
-* ``cpuset.py``, ``versions.py``: the syntax of cpusets (``dra_cpu_reserved_cpus``) and of
-  versions (chart, helm, Kubernetes, container runtimes). They live here because they define what
-  an input may be; the later stages parse with the same functions (preflight: reserved CPUs against
-  a node, the server and runtime versions; chart and helm: chart and helm versions; topology: the
-  cpusets of the fact and the sizing rule), so a value validate accepted is read the same there.
+* ``kubeconfig.py``: the kubeconfig file and context exist (reads context names only).
+
+The syntax of cpusets and versions, the values layout rule and the preflight check names are
+``common/``'s: the later stages parse with the same functions, so a value validate accepted is read
+the same there.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -8,11 +8,12 @@ Owns the wording of every input error: ``<role variable>: <value> <reason>; expe
 Must not touch files, the environment or a cluster (``kubeconfig.py`` reads the kubeconfig).
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import re
+from typing import Any
 
 # module option -> role variable
 VARIABLES = {
@@ -41,9 +42,15 @@ VARIABLES = {
     "context": "dra_cpu_context",
 }
 
-GROUP_BY = ("numanode", "socket", "machine")
-MODES = ("grouped", "individual")
 STATES = ("present", "absent")
+
+# why a grouping in chart_values.UNCLAIMABLE_GROUP_BY is refused (after "<variable>: <value> ")
+UNCLAIMABLE_GROUP_BY_REASON = (
+    "cannot serve a KubeVirt claim: upstream dra-driver-cpu (v0.2.0 and main) prepares a claim on the "
+    "machine-wide device only with an opaque cpuset configuration per request, which an external scheduler "
+    "adds (upstream docs/user/configuration.md), so the kubelet fails a KubeVirt VM's claim at "
+    "NodePrepareResources ('opaque config: request \"<request>\" is targeted by 0 configurations, must "
+    "be targeted by exactly 1') and the pod never starts")
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 RELEASE_MAX = 53
@@ -57,24 +64,25 @@ _DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:h|ms|m|s))+$")
 _UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
 
 
-def show(value):
+def show(value: object) -> str:
     if isinstance(value, str):
         return "'%s'" % value
     return repr(value)
 
 
-def err(option, value, reason, accepted):
+def err(option: str, value: object, reason: str, accepted: str) -> str:
     text = "%s: %s %s" % (VARIABLES.get(option, option), show(value), reason)
     if accepted:
         text += "; expected %s" % accepted
     return text
 
 
-def blank(value):
+def blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip() == "")
 
 
-def choice(params, name, default, choices, what, settings, errors):
+def choice(params: dict[str, Any], name: str, default: str, choices: tuple[str, ...], what: str,
+           settings: dict[str, Any], errors: list[str]) -> None:
     """A case-insensitive choice; blank means ``default``. Records the value or an error."""
     raw = params.get(name)
     value = default if blank(raw) else str(raw).strip().lower()
@@ -83,7 +91,7 @@ def choice(params, name, default, choices, what, settings, errors):
     settings[name] = value
 
 
-def format_duration(seconds):
+def format_duration(seconds: int) -> str:
     """Seconds -> a Go duration string as Go prints it (``300`` -> ``5m0s``)."""
     seconds = int(seconds)
     hours, rest = divmod(seconds, 3600)
@@ -95,7 +103,7 @@ def format_duration(seconds):
     return "%ds" % secs
 
 
-def parse_duration(value):
+def parse_duration(value: int | str) -> int:
     """Seconds (int) from an int/str of seconds or a Go duration (``5m``,
     ``1h30m``, ``90s``). Raises ValueError; the result may be 0."""
     if isinstance(value, bool):
@@ -119,7 +127,7 @@ def parse_duration(value):
     return int(total)
 
 
-def positive_int(value):
+def positive_int(value: object) -> int:
     """int > 0 from an int or a string of digits; ValueError otherwise."""
     if isinstance(value, bool):
         raise ValueError("is a boolean")
@@ -134,7 +142,7 @@ def positive_int(value):
     return number
 
 
-def optional_positive_int(option, value, errors):
+def optional_positive_int(option: str, value: object, errors: list[str]) -> int | None:
     if blank(value):
         return None
     try:
@@ -144,7 +152,7 @@ def optional_positive_int(option, value, errors):
         return None
 
 
-def validate_chart(value):
+def validate_chart(value: str) -> str:
     """'' when ``value`` is a usable chart reference, else the reason."""
     if blank(value):
         return "is empty"

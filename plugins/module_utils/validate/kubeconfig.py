@@ -8,7 +8,7 @@ Reads only the context names: never returns or quotes the file's contents (they 
 credentials). Must not contact a cluster; the role's kubeconfig resolution is not here.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
@@ -17,7 +17,7 @@ import os
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks import blank, err
 
 
-def _kubeconfig_contexts(path):
+def _kubeconfig_contexts(path: str) -> list[str] | None:
     """Context names of a kubeconfig file; ValueError with the reason (never its contents)."""
     try:
         with open(path) as fh:
@@ -36,11 +36,11 @@ def _kubeconfig_contexts(path):
     return [((c or {}).get("name") or "") for c in (data.get("contexts") or []) if isinstance(c, dict)]
 
 
-def check_kubeconfig(kubeconfig, context):
+def check_kubeconfig(kubeconfig: str | None, context: str | None) -> list[str]:
     """Errors for a kubeconfig path that does not exist / is not a kubeconfig, or a context it
     does not define. Without an explicit path the context is looked up in the file kubernetes.core
     would use (K8S_AUTH_KUBECONFIG, KUBECONFIG, ~/.kube/config) when that file exists."""
-    errors = []
+    errors: list[str] = []
     explicit = not blank(kubeconfig)
     if explicit:
         path = os.path.expanduser(str(kubeconfig).strip())

@@ -21,30 +21,37 @@ Every error names the role variable (``dra_cpu_...``), the bad value and what is
 errors are collected, not just the first (wording: ``checks.py``). Must not contact a cluster.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import os
 import re
+from typing import Any
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.cpuset import (
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import (
     EXAMPLE as CPUSET_EXAMPLE,
     CpusetError,
     format_cpuset,
     parse_cpuset,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.versions import is_semver, is_helm_version
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import CHECKS
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import values as cv
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import is_semver, is_helm_version
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.preflight_checks import CHECKS
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import (
+    CLAIMABLE_GROUP_BY,
+    GROUP_BY,
+    MODES,
+    UNCLAIMABLE_GROUP_BY,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks import (
     DNS1123_LABEL,
-    GROUP_BY,
     HTTP_URL,
-    MODES,
     NAMESPACE_MAX,
     RELEASE_MAX,
     STATES,
+    UNCLAIMABLE_GROUP_BY_REASON,
+    VARIABLES,
     blank,
     choice,
     err,
@@ -52,6 +59,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks
     optional_positive_int,
     parse_duration,
     positive_int,
+    show,
     validate_chart,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.kubeconfig import check_kubeconfig
@@ -59,9 +67,12 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.kubeco
 # the role's gate (dra_cpu_enabled, KUBEVIRT_USE_DRA_CPU): validate's ``run`` when it is off, and what it says
 SKIP = "skip"
 SKIP_MESSAGE = "KUBEVIRT_USE_DRA_CPU is not 'true': skipping dra-driver-cpu"
+# what dra_cpu_group_by accepts (an error's "expected ...")
+GROUP_BY_ACCEPTED = ("one of %s (dra_cpu_group_by or DRA_CPU_GROUP_BY), or empty for the chart default"
+                     % ", ".join(CLAIMABLE_GROUP_BY))
 
 
-def _check_driver(p, settings, errors):
+def _check_driver(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> list[int]:
     """reserved_cpus, group_by, cpu_device_mode. Returns the reserved CPU ids."""
     raw = p.get("reserved_cpus")
     reserved = []
@@ -76,15 +87,31 @@ def _check_driver(p, settings, errors):
     raw = p.get("group_by")
     group_by = "" if blank(raw) else str(raw).strip().lower()
     if group_by and group_by not in GROUP_BY:
-        errors.append(err("group_by", raw, "is not a grouping",
-                          "one of %s, or empty for the chart default" % ", ".join(GROUP_BY)))
+        errors.append(err("group_by", raw, "is not a grouping", GROUP_BY_ACCEPTED))
     settings["group_by"] = group_by
 
     choice(p, "cpu_device_mode", "grouped", MODES, "a device mode", settings, errors)
     return reserved
 
 
-def _check_chart_and_release(p, settings, errors):
+def _check_claimable(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+    """An install (state present) whose grouping serves no KubeVirt claim is refused, through
+    ``group_by`` (dra_cpu_group_by, DRA_CPU_GROUP_BY) or a ``groupBy`` in ``chart_values`` (which
+    the values merge last). Uninstalling is not refused: it removes such a release."""
+    if settings.get("state") != "present":
+        return
+    if settings.get("group_by") in UNCLAIMABLE_GROUP_BY:
+        errors.append(err("group_by", p.get("group_by"), UNCLAIMABLE_GROUP_BY_REASON, GROUP_BY_ACCEPTED))
+    values = settings.get("chart_values") or {}
+    if cv.driver_shape(values)["group_by"] in UNCLAIMABLE_GROUP_BY:
+        keys = ["%s.groupBy: %s" % (section, show(values[section]["groupBy"]))
+                for section in (cv.ARGS, cv.DRIVER_CONFIG)
+                if isinstance(values.get(section), dict) and "groupBy" in values[section]]
+        errors.append("%s: %s %s; expected a groupBy of %s, or none" % (
+            VARIABLES["chart_values"], ", ".join(keys), UNCLAIMABLE_GROUP_BY_REASON, " or ".join(CLAIMABLE_GROUP_BY)))
+
+
+def _check_chart_and_release(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> bool:
     """chart, chart_version, namespace, release_name. Returns whether the version is usable."""
     raw = p.get("chart")
     if raw is not None:
@@ -118,7 +145,7 @@ def _check_chart_and_release(p, settings, errors):
     return version_ok
 
 
-def _check_timeouts(p, settings, errors):
+def _check_timeouts(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
     """helm_timeout (seconds or a Go duration), topology/uninstall timeouts (positive)."""
     raw = p.get("helm_timeout")
     if raw is not None:
@@ -142,7 +169,7 @@ def _check_timeouts(p, settings, errors):
             errors.append(err(option, raw, str(exc), "a positive number of seconds"))
 
 
-def _check_helm(p, settings, errors):
+def _check_helm(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
     """helm_version, helm_mirror (+ allow_http), helm_binary."""
     raw = p.get("helm_version")
     if not blank(raw):
@@ -188,7 +215,7 @@ def _check_helm(p, settings, errors):
         settings["report_dir"] = path
 
 
-def _check_sizing(p, reserved, settings, errors):
+def _check_sizing(p: dict[str, Any], reserved: list[int], settings: dict[str, Any], errors: list[str]) -> None:
     """num_vcpu / num_numa_nodes (environment fallbacks, '' = unknown) against each other and
     against the reserved CPUs; min_cell_cpus."""
     num_vcpu = optional_positive_int("num_vcpu", p.get("num_vcpu"), errors)
@@ -212,7 +239,7 @@ def _check_sizing(p, reserved, settings, errors):
     settings["num_numa_nodes"] = num_numa
 
     # 0 disables the check
-    raw = p.get("min_cell_cpus")
+    raw: Any = p.get("min_cell_cpus")
     if not blank(raw):
         try:
             if isinstance(raw, bool) or not (isinstance(raw, int) or re.match(r"^\s*-?[0-9]+\s*$", str(raw))):
@@ -224,7 +251,7 @@ def _check_sizing(p, reserved, settings, errors):
             errors.append(err("min_cell_cpus", raw, str(exc), "a number of CPUs, 0 to disable the check"))
 
 
-def _check_values_and_preflight(p, settings, errors):
+def _check_values_and_preflight(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
     """chart_values (a mapping), preflight_ignore (known check names), state."""
     raw = p.get("chart_values")
     if raw is None:
@@ -254,15 +281,15 @@ def _check_values_and_preflight(p, settings, errors):
     choice(p, "state", "present", STATES, "a state", settings, errors)
 
 
-def validate_inputs(params):
+def validate_inputs(params: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
     """Validate and normalise the ``validate`` module's options.
 
     Returns ``(settings, errors)``: ``settings`` the normalised values (only
     meaningful when ``errors`` is empty), ``errors`` one message per bad
     variable, in the order of the checks.
     """
-    errors = []
-    settings = {}
+    errors: list[str] = []
+    settings: dict[str, Any] = {}
     p = dict(params or {})
     reserved = _check_driver(p, settings, errors)
     version_ok = _check_chart_and_release(p, settings, errors)
@@ -270,6 +297,7 @@ def validate_inputs(params):
     _check_helm(p, settings, errors)
     _check_sizing(p, reserved, settings, errors)
     _check_values_and_preflight(p, settings, errors)
+    _check_claimable(p, settings, errors)
     # kubeconfig / context: checked locally so that a typo fails here, naming the variable
     errors.extend(check_kubeconfig(p.get("kubeconfig"), p.get("context")))
 
@@ -281,7 +309,7 @@ def validate_inputs(params):
     return settings, errors
 
 
-def chart_values_for(settings):
+def chart_values_for(settings: dict[str, Any]) -> dict[str, Any]:
     """The helm values for validated ``settings``, by the version-number fallback."""
     return cv.build_values(
         settings.get("chart_version", ""),
@@ -292,7 +320,7 @@ def chart_values_for(settings):
     )
 
 
-def argument_spec():
+def argument_spec() -> dict[str, Any]:
     """The typed options of kubevirtci.dra_cpu.validate (module and action plugin).
 
     ``raw`` only where a value has more than one accepted form: ``helm_timeout`` (seconds or a Go
@@ -328,7 +356,7 @@ def argument_spec():
     )
 
 
-def validation_result(params):
+def validation_result(params: dict[str, Any]) -> dict[str, Any]:
     """The validate result for checked ``params``: the gate's skip (``enabled`` false: nothing else is
     looked at, ``run`` is ``skip``), ``failed`` with ``msg`` and ``errors``, or the normalised settings,
     the chart values and ``run`` (the state: what the later stages do)."""

@@ -11,17 +11,14 @@ does not show a container's CPUs; upstream dra-driver-cpu pins each container th
 lower verbosity, a rotated log, a driver that does not pin) is not an error: ``found`` is false.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
 import json
 import re
-
-try:
-    from urllib.parse import quote
-except ImportError:  # Python 2
-    from urllib import quote  # type: ignore
+from urllib.parse import quote
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
@@ -34,13 +31,16 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
     resolve_pod_selectors,
 )
 
+if TYPE_CHECKING:  # the annotation only: the module does not import the runner
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
+
 # upstream's message when a container with claims is created (nri_hooks.go CreateContainer)
 PINNED_MESSAGE = '"guaranteed CPUs found"'
 # klog's key="quoted value" / key=value pairs
 _PAIR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 
 
-def argument_spec():
+def argument_spec() -> dict[str, Any]:
     spec = auth_argument_spec(AUTH_ARG_SPEC)
     spec.update(
         pod=dict(type="str", required=True),
@@ -52,7 +52,7 @@ def argument_spec():
     return spec
 
 
-def _value(text):
+def _value(text: str) -> str:
     if text.startswith('"'):
         try:
             return json.loads(text)
@@ -61,7 +61,7 @@ def _value(text):
     return text
 
 
-def parse_pinned(log, namespace, pod):
+def parse_pinned(log: str, namespace: str, pod: str) -> dict[str, Any]:
     """``{container: cpuset}`` from the driver's log lines about pod ``namespace/pod`` (the last line
     per container wins: a restarted container is pinned again)."""
     want = "%s/%s" % (namespace, pod)
@@ -75,11 +75,11 @@ def parse_pinned(log, namespace, pod):
     return out
 
 
-def pinned(api, params):
+def pinned(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
     """``{node, driver_pod, containers, found}`` for the pod (``failed`` and ``msg`` when it cannot be read)."""
     path = "/api/v1/namespaces/%s/pods/%s" % (quote(params["namespace"], safe=""), quote(params["pod"], safe=""))
     node = pod_node(api.get_json(path))
-    result = {"node": node, "driver_pod": None, "containers": {}, "found": False, "changed": False}
+    result: dict[str, Any] = {"node": node, "driver_pod": None, "containers": {}, "found": False, "changed": False}
     if not node:
         return dict(result, failed=True, msg="pod %s/%s is not scheduled to a node" % (params["namespace"], params["pod"]))
     selectors, problem = resolve_pod_selectors(api, params["driver_namespace"], params["release_name"])
@@ -95,7 +95,7 @@ def pinned(api, params):
     return dict(result, driver_pod=name, containers=containers, found=bool(containers))
 
 
-def run_pinned_cpus(params, check_mode, source, get_client):
+def run_pinned_cpus(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
     """The module's result; ``get_client(source)`` builds the client."""
     try:
         client = get_client(source)

@@ -5,7 +5,8 @@ One supervised process (started by tests/cluster/cluster.py), see README.md in t
   - registers Node objects node01..nodeNN with a CPU topology, keeps them Ready (status + Leases)
   - runs ONE kubelet HTTPS server child inside the cluster's network namespace (/configz, logs)
   - drives pods bound to simulated nodes to Running/Ready (or a per-node fault mode)
-  - plays dra-driver-cpu for running driver pods: publishes/replaces/deletes ResourceSlices
+  - runs driver pods in the Go test driver's publish mode (`dracpu publish`: their pools), deletes
+    a gone driver's ResourceSlices after the kubelet's delay
 
 This file owns the process: the shared state (caches of Nodes, Pods, ConfigMaps, ResourceSlices,
 runtime records), the keyed work queue with timers and its workers, the start order (kubelet
@@ -33,6 +34,7 @@ from sim_api import Api, informer  # noqa: E402
 from sim_driver_publish import SLICES, DriverMixin  # noqa: E402
 from sim_faults import FaultsMixin  # noqa: E402
 from sim_format import iso  # noqa: E402
+from sim_go_publisher import GoPublisher, driver_dir  # noqa: E402
 from sim_kubelet_endpoints import KubeletEndpointsMixin, PodLogs  # noqa: E402
 from sim_nodes import NodesMixin  # noqa: E402
 from sim_pods import PodsMixin  # noqa: E402
@@ -80,6 +82,7 @@ class Sim(NodesMixin, PodsMixin, DriverMixin, FaultsMixin, KubeletEndpointsMixin
         self.logs = PodLogs(os.path.join(self.state_dir, "sim", "logs"))
         self.child = None
         self.registered: set = set()
+        self.publisher: GoPublisher | None = None    # the Go driver's publish mode (run())
 
     def mark(self, *keys):
         with self.cv:
@@ -153,6 +156,10 @@ class Sim(NodesMixin, PodsMixin, DriverMixin, FaultsMixin, KubeletEndpointsMixin
                      " ".join(cpuset.format(v) for _, v in sorted(t.cells.items())), t.sockets, t.threads_per_core,
                      s.cpu_manager_policy, s.container_runtime, s.pod_fault, s.driver_mode)
         self.write_state()
+        if self.simulate_driver:
+            binary = os.path.join(driver_dir(self.env), "dracpu")
+            self.publisher = GoPublisher(binary, self.env["KUBECONFIG"], qps=float(self.env.get("CLUSTER_SIM_QPS") or 200),
+                                         burst=int(self.env.get("CLUSTER_SIM_BURST") or 400), on_log=self.on_driver_log)
         if self.netns:
             self.setup_netns()
             self.start_child()
@@ -191,6 +198,8 @@ class Sim(NodesMixin, PodsMixin, DriverMixin, FaultsMixin, KubeletEndpointsMixin
                              len(self.pods), len(self.slices), self.api.count)
         log.info("stopping")
         self.stop_child()
+        if self.publisher is not None:
+            self.publisher.close()
 
 
 def main():

@@ -1,93 +1,114 @@
-"""The simulated dra-driver-cpu at run time: publishing a node's ResourceSlices like the driver.
+"""A simulated node's dra-driver-cpu at run time, as far as the kubelet side goes.
 
-Owns: the per-node publisher state (DrvState), the ResourceSlice informer callbacks, finding the
-running driver pod of a node, publishing (new generation first, then the old one deleted),
-adopting slices after a simulator restart, republishing slices someone deleted, deleting slices
-CLUSTER_SLICE_DELETE_DELAY s after the driver went, the driver modes (delay, partial, bump, none),
-the "fields dropped" report, and the driver container's log lines.
-Must not: compute devices or slice bodies (sim_slices.py, pure), resolve the driver config
-(sim_config.py, pure), or change pod status (sim_pods.py). A mixin of main.Sim.
+The driver itself is the Go test driver's publish mode (`dracpu publish`, sim_go_publisher.py):
+it parses the flags and config.yaml, reads the node's fake sysfs tree, builds devices and chunks
+and publishes them through the library's resourceslice controller, which also adopts slices of an
+earlier run, updates them in place, picks generations and restores slices someone deleted.
+
+Owns (a mixin of main.Sim): each node's fake sysfs tree (`<state>/sim/hosts/<digest>/sys`, shared
+by nodes of the same hardware), starting a driver container in the Go process (start_driver: the
+reply decides Running or CrashLoopBackOff), telling it when to publish under the node's driver
+mode (delay, partial, bump, none: harness faults), stopping it when the pod goes, deleting the
+node's slices CLUSTER_SLICE_DELETE_DELAY s after the driver went (the kubelet's job), the
+ResourceSlice cache for that, and the driver's log lines in the pod's log.
+Must not: decide devices, slices, config or refusals (the Go driver), change pod status
+(sim_pods.py).
 """
 from __future__ import annotations
 
-import copy
+import hashlib
+import json
 import logging
+import os
+import sys
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import sim_config
-import sim_cpuset as cpuset
-import sim_slices
+import sim_driver_pod
 from sim_format import klog
+from sim_go_publisher import PublisherError
+
+CLUSTER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if CLUSTER_DIR not in sys.path:
+    sys.path.insert(0, CLUSTER_DIR)
+
+import fake_sysfs  # noqa: E402  (tests/cluster: the harness's hardware simulation)
 
 log = logging.getLogger("sim")
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+DRIVER = sim_driver_pod.DRIVER_NAME
 
 
 @dataclass
 class DrvState:
-    generation: int = 0
-    pool: str = ""
-    fp: str = ""
-    names: list = field(default_factory=list)
+    published_for: str = ""             # "<pod uid>/<fault>" last sent to the Go driver
     published_at: float = 0.0
     bumped_for: str = ""
+    pool: str = ""
     gone_since: float | None = None
-    pod_uid: str = ""
     noted: str = ""                     # last one-shot log note (avoid repeating)
 
 
 class DriverMixin:
+    hosts_lock = threading.Lock()
+
+    # ------------------------------------------------------------ ResourceSlice cache
     def on_slices(self, items):
         with self.lock:
             self.slices = {s["metadata"]["name"]: s for s in items}
 
     def on_slice(self, etype, s):
-        name = s["metadata"]["name"]
         with self.lock:
             if etype == "DELETED":
-                self.slices.pop(name, None)
-                for node, d in self.drv.items():
-                    if name in d.names:
-                        d.names = [x for x in d.names if x != name]
-                        d.fp = ""           # the real publisher restores deleted slices
-                        log.info("slice %s of node %s deleted by someone else: republishing", name, node)
-                        self.mark(("drv", node))
+                self.slices.pop(s["metadata"]["name"], None)
             else:
-                self.slices[name] = s
+                self.slices[s["metadata"]["name"]] = s
 
-    @staticmethod
-    def _version(c):
-        img = c.get("image", "")
-        last = img.split("@")[0].rsplit("/", 1)[-1]
-        return last.split(":", 1)[1] if ":" in last else "(untagged)"
+    def node_slices(self, node, pool=None):
+        with self.lock:
+            return [s for s in self.slices.values() if s["spec"].get("driver") == DRIVER and (
+                s["spec"].get("nodeName") == node or (pool and (s["spec"].get("pool") or {}).get("name") == pool))]
 
-    def driver_start_log(self, p, rt, c):
-        cfg = rt.cfg
-        s = self.specs[rt.node]
-        t = s.topology
-        lines = [klog("I", f"dra-driver-cpu {self._version(c)} starting (simulated by tests/cluster/sim) on {rt.node}",
-                      "main.go:80")]
-        if cfg is not None:
-            if cfg.config_path:
-                lines.append(klog("I", f"Read driver config file {cfg.config_path} ({cfg.config_source})", "config.go:60"))
-            lines.append(klog("I", f"Effective configuration: {cfg.describe()}", "main.go:120"))
-            cells = ", ".join(f"NUMA {i}: {cpuset.format(ids)}" for i, ids in sorted(t.cells.items()))
-            avail = [c_.id for c_ in t.cpus if c_.id not in set(cfg.reserved_cpus)]
-            lines.append(klog("I", f"CPU topology: {len(t.cpus)} CPUs, {t.sockets} socket(s), "
-                                   f"{t.threads_per_core} thread(s) per core, {cells}; reserved "
-                                   f"{cpuset.format(cfg.reserved_cpus) or 'none'}, available "
-                                   f"{cpuset.format(avail) or 'none'}", "cpuinfo.go:140"))
-        self.logs.write(rt.node, rt.ns, rt.name, c["name"], *lines)
+    # ------------------------------------------------------------ the node's hardware
+    def host_root(self, node):
+        """The node's fake root (sys/devices/system/{cpu,node}), written once per distinct hardware."""
+        spec = self.specs[node]
+        t = spec.topology
+        key = json.dumps([t.summary(), [(c.id, c.core, c.core_id, c.socket, c.numa) for c in t.cpus],
+                          t.smt_control], sort_keys=True)
+        root = os.path.join(self.state_dir, "sim", "hosts", hashlib.sha256(key.encode()).hexdigest()[:16])
+        with self.hosts_lock:
+            if not os.path.exists(os.path.join(root, ".complete")):
+                fake_sysfs.write_tree(root, t, t.smt_control)
+                with open(os.path.join(root, ".complete"), "w") as f:
+                    f.write(key + "\n")
+        return root
 
-    def driver_log(self, node, uid, sev, msg, src="driver.go:300"):
+    # ------------------------------------------------------------ driver log
+    def on_driver_log(self, node, uid, line):
+        """A log line of the Go driver for the pod `uid` on `node` (publisher reader thread)."""
         with self.lock:
             rt = self.rt.get(uid)
             p = self.pods.get(uid)
-        if rt and p:
-            c = sim_config.driver_container(p)
-            self.logs.write(node, rt.ns, rt.name, c["name"], klog(sev, msg, src))
+        c = sim_driver_pod.driver_container(p) if p else None
+        if rt and c:
+            self.logs.write(node, rt.ns, rt.name, c["name"], line)
+
+    def driver_log(self, node, uid, sev, msg, src="sim_driver_publish.py"):
+        self.on_driver_log(node, uid, klog(sev, msg, src))
+
+    # ------------------------------------------------------------ start (called by sim_pods)
+    def start_driver(self, p, rt, c):
+        """Start the driver container of pod p in the Go process -> its reply: ok (pool, devices,
+        log) or a refusal (exit 2: flag error; 1: config, topology; error, log)."""
+        ns = p["metadata"]["namespace"]
+        return self.publisher.request(
+            "start", rt.node, pod=rt.uid, flavor=sim_driver_pod.image_flavor(c.get("image") or ""),
+            args=sim_driver_pod.container_argv(c),
+            files=sim_driver_pod.mounted_files(p, c, lambda _ns, name: self.get_cm(ns, name)),
+            hostRoot=self.host_root(rt.node))
 
     def running_driver(self, node):
         """(pod, rt) of the newest running driver pod on the node, or (None, None)."""
@@ -104,45 +125,32 @@ class DriverMixin:
                     best = (p, rt)
         return best
 
-    def node_slices(self, node, pool=None):
-        with self.lock:
-            return [s for s in self.slices.values() if s["spec"].get("driver") == sim_slices.DRIVER and (
-                s["spec"].get("nodeName") == node or (pool and (s["spec"].get("pool") or {}).get("name") == pool))]
-
+    # ------------------------------------------------------------ the node's publication
     def sync_driver(self, node):
         if not self.simulate_driver:
             return
         with self.lock:
             d = self.drv.setdefault(node, DrvState())
         p, rt = self.running_driver(node)
-        now = time.monotonic()
         if p is None:
-            mine = self.node_slices(node, d.pool or None)
-            if not mine and not d.names:
-                d.gone_since = None
-                return
-            if d.gone_since is None:
-                d.gone_since = now
-                log.info("driver on %s is gone: deleting its ResourceSlices in %.0fs", node, self.delete_delay)
-            due = d.gone_since + self.delete_delay
-            if now < due:
-                self.after(due - now + 0.01, ("drv", node))
-                return
-            names = sorted({s["metadata"]["name"] for s in mine} | set(d.names))
-            with self.lock:
-                self.drv[node] = DrvState()
-            for n in names:
-                self.api.delete(f"{SLICES}/{n}")
-            log.info("driver on %s gone for %.0fs: deleted %d ResourceSlice(s)", node, now - d.gone_since, len(names))
+            self._driver_gone(node, d)
             return
         if d.gone_since is not None:
             log.info("driver on %s is back (pod %s): slice deletion cancelled", node, p["metadata"]["name"])
         d.gone_since = None
-        cfg = rt.cfg
+        now = time.monotonic()
+        if self.publisher.running_for(node) != rt.uid:
+            # the Go process restarted, or another pod of the node was started last
+            reply = self.start_driver(p, rt, sim_driver_pod.driver_container(p))
+            if not reply.get("ok"):
+                raise PublisherError(f"restarting the driver of {node}: {reply.get('error')}")
+            d.published_for = ""
+        d.pool = rt.cfg.get("pool") or node
         kind, arg = self.driver_mode(node)
         if kind == "none":
             if d.noted != f"none/{rt.uid}":
-                d.noted = f"none/{rt.uid}"
+                d.noted, d.published_for = f"none/{rt.uid}", ""
+                self.publisher.request("stop", node)
                 log.info("driver on %s: driver-mode none: publishing nothing", node)
                 self.driver_log(node, rt.uid, "W", "simulated driver-mode none: not publishing ResourceSlices")
             return
@@ -152,138 +160,47 @@ class DriverMixin:
                 log.info("driver on %s: driver-mode delay: publishing in %.0fs", node, rt.since + arg - now)
             self.after(rt.since + arg - now + 0.01, ("drv", node))
             return
-        pool = (cfg.hostname_override or node).lower()
-        with self.lock:
-            owner = self.nodes.get(pool)
-        if owner is None:
-            msg = f'failed to get node "{pool}": nodes "{pool}" not found'
-            if d.noted != f"owner/{rt.uid}/{pool}":
-                d.noted = f"owner/{rt.uid}/{pool}"
-                log.warning("driver on %s: %s", node, msg)
-                self.driver_log(node, rt.uid, "E", msg)
-            self.after(10, ("drv", node))
-            return
-        topo = self.specs[node].topology
-        k = int(arg) if kind == "partial" else 0
-        min_chunks = k + 1 if kind == "partial" else 1
-        bodies = sim_slices.build_slices(topo, cfg, pool, owner["metadata"]["uid"], 0, min_chunks)
-        publish = bodies[:k] if kind == "partial" else bodies
-        fp = f"{pool}/{len(bodies)}/" + sim_slices.fingerprint([b["spec"]["devices"] for b in publish])
-        if not d.fp and d.generation == 0:
-            d.generation, d.fp, d.names = self.adopt(pool, node)
-            d.pool = pool if d.fp else ""
-        force = False
-        if d.fp == fp:
-            if kind == "bump" and d.bumped_for != rt.uid:
-                due = d.published_at + arg
-                if now < due:
-                    self.after(due - now + 0.01, ("drv", node))
-                    return
-                d.bumped_for = rt.uid
-                force = True
-                log.info("driver on %s: driver-mode bump: republishing as the next generation", node)
-            else:
-                return
-        self.publish(node, rt, d, pool, cfg, publish, len(bodies), fp, force)
+        fault = f"partial:{int(arg)}" if kind == "partial" else "normal"
+        if d.published_for != f"{rt.uid}/{fault}":
+            self._publish(node, rt, d, fault)
         if kind == "bump" and d.bumped_for != rt.uid:
-            self.after(arg + 0.01, ("drv", node))
+            due = d.published_at + arg
+            if now < due:
+                self.after(due - now + 0.01, ("drv", node))
+                return
+            d.bumped_for = rt.uid
+            log.info("driver on %s: driver-mode bump: republishing as the next generation", node)
+            self._publish(node, rt, d, "bump")
 
-    def adopt(self, pool, node):
-        """Slices already stored for this pool (simulator restart) -> (generation, fingerprint, names)."""
-        with self.lock:
-            ss = [s for s in self.slices.values() if s["spec"].get("driver") == sim_slices.DRIVER
-                  and (s["spec"].get("pool") or {}).get("name") == pool]
-        if not ss:
-            return 0, "", []
-        gen = max(int(s["spec"]["pool"].get("generation") or 0) for s in ss)
-        top = sorted((s for s in ss if int(s["spec"]["pool"].get("generation") or 0) == gen),
-                     key=lambda s: (s["spec"].get("devices") or [{}])[0].get("name", ""))
-        count = int(top[0]["spec"]["pool"].get("resourceSliceCount") or len(top))
-        fp = f"{pool}/{count}/" + sim_slices.fingerprint([s["spec"].get("devices") or [] for s in top])
-        return gen, fp, [s["metadata"]["name"] for s in top]
+    def _publish(self, node, rt, d, fault):
+        reply = self.publisher.request("publish", node, pod=rt.uid, fault=fault)
+        if not reply.get("ok"):
+            raise PublisherError(f"publish on {node} ({fault}): {reply.get('error')}")
+        if fault != "bump":
+            d.published_for = f"{rt.uid}/{fault}"
+        d.published_at = time.monotonic()
+        log.info("driver on %s: publishing pool %s (%s)", node, reply.get("pool") or d.pool, fault)
 
-    def publish(self, node, rt, d, pool, cfg, bodies, count, fp, force):
-        """The ResourceSlice controller's syncPool (k8s.io/dynamic-resource-allocation resourceslice):
-        slices of lower generations and those whose name's index prefix matches no desired slice
-        are obsolete and deleted first; matched slices are updated in place; the generation is kept
-        when no slice is added and at most one changed, bumped by one otherwise (or when the
-        driver asks, driver-mode bump); missing slices are created. With no devices at all the
-        driver never calls PublishResources (upstream), so earlier slices stay."""
-        with self.lock:
-            existing = sorted((s for s in self.slices.values()
-                               if (s["spec"].get("pool") or {}).get("name") == pool
-                               and s["spec"].get("driver") == sim_slices.DRIVER), key=lambda s: s["metadata"]["name"])
-        if count == 0:
-            with self.lock:
-                d.fp, d.pool, d.published_at, d.pod_uid = fp, pool, time.monotonic(), rt.uid
-                d.names = [s["metadata"]["name"] for s in existing]
-            msg = (f"no CPUs left after reserving {cpuset.format(cfg.reserved_cpus)}: not publishing"
-                   + (f" ({len(existing)} earlier slice(s) stay)" if existing else ""))
-            log.info("driver on %s: %s", node, msg)
-            self.driver_log(node, rt.uid, "I", msg, "driver.go:120")
+    def _driver_gone(self, node, d):
+        """No running driver pod: stop the Go driver at once, delete the slices after the delay."""
+        if self.publisher is not None and self.publisher.running_for(node):
+            self.publisher.request("stop", node)
+        d.published_for = d.bumped_for = ""
+        mine = self.node_slices(node, d.pool or None)
+        if not mine:
+            d.gone_since = None
             return
-        gen_of = lambda s: int((s["spec"].get("pool") or {}).get("generation") or 0)  # noqa: E731
-        generation = max([gen_of(s) for s in existing] or [0])
-        plen = sim_slices.index_length(count)
-        matched, obsolete = {}, []
-        for s in existing:
-            i = sim_slices.decode_index(s["metadata"]["name"], plen) if gen_of(s) == generation else None
-            # (driver-mode partial publishes the first k of `count`: the others count as obsolete)
-            if i is not None and 0 <= i < len(bodies) and i not in matched:
-                matched[i] = s
-            else:
-                obsolete.append(s)
-        if d.pool and d.pool != pool:   # a renamed pool (hostname override): the old one goes
-            obsolete += self.node_slices(d.pool, d.pool)
-        desired = {"name": pool, "generation": generation, "resourceSliceCount": count}
-        changed = {i for i, s in matched.items()
-                   if s["spec"].get("pool") != desired or sim_slices.fingerprint([s["spec"].get("devices") or []])
-                   != sim_slices.fingerprint([bodies[i]["spec"]["devices"]])}
-        new = len(bodies) - len(matched)
-        bumped = force or not (new == 0 and len(changed) <= 1)
-        if bumped:
-            generation += 1
-        for s in obsolete:
-            self.api.delete(f"{SLICES}/{s['metadata']['name']}")
-            with self.lock:
-                self.slices.pop(s["metadata"]["name"], None)
-        names, devices, updated = [], 0, 0
-        for i, b in enumerate(bodies):
-            b["spec"]["pool"]["generation"] = generation
-            if i in matched:
-                if i not in changed and not bumped:
-                    names.append(matched[i]["metadata"]["name"])
-                    devices += len(b["spec"]["devices"])
-                    continue
-                body = copy.deepcopy(matched[i])
-                body["spec"]["pool"], body["spec"]["devices"] = b["spec"]["pool"], b["spec"]["devices"]
-                stored = self.api.update(f"{SLICES}/{body['metadata']['name']}", body)
-                updated += 1
-            else:
-                stored = self.api.create(SLICES, b)
-            names.append(stored["metadata"]["name"])
-            devices += len(b["spec"]["devices"])
-            dropped = sim_slices.dropped_fields(b["spec"]["devices"], stored["spec"].get("devices") or [])
-            if dropped:
-                gates = " ".join("DRAConsumableCapacity" if f == "allowMultipleAllocations" else f"unknown({f})"
-                                 for f in dropped)
-                msg = (f'{"update" if i in matched else "create"} ResourceSlice: pool "{pool}", slice #{i}: some '
-                       f"fields were dropped by the apiserver, probably because these features are disabled: {gates}")
-                log.warning("driver on %s: %s", node, msg)
-                self.driver_log(node, rt.uid, "E", msg, "resourceslicecontroller.go:560")
-            with self.lock:
-                self.slices[stored["metadata"]["name"]] = stored
+        now = time.monotonic()
+        if d.gone_since is None:
+            d.gone_since = now
+            log.info("driver on %s is gone: deleting its ResourceSlices in %.0fs", node, self.delete_delay)
+        due = d.gone_since + self.delete_delay
+        if now < due:
+            self.after(due - now + 0.01, ("drv", node))
+            return
+        names = sorted(s["metadata"]["name"] for s in mine)
         with self.lock:
-            d.generation, d.fp, d.names, d.pool = generation, fp, names, pool
-            d.published_at, d.pod_uid = time.monotonic(), rt.uid
-        old = obsolete
-        shown = " ".join(f"{x['name']}({x['capacity'][sim_slices.D + 'cpu']['value']})" if "capacity" in x
-                         else x["name"] for b in bodies for x in b["spec"]["devices"][:8])
-        more = " ..." if devices > 8 else ""
-        msg = (f'Published ResourceSlices for pool "{pool}": generation {generation}, {len(bodies)} of {count} '
-               f"slice(s), {devices} device(s): {shown}{more}"
-               + (" [republished: generation bump]" if force else "")
-               + (f"; updated {updated} in place" if updated else "")
-               + (f"; deleted {len(old)} obsolete slice(s)" if old else ""))
-        log.info("driver on %s: %s", node, msg)
-        self.driver_log(node, rt.uid, "I", msg, "resourceslicecontroller.go:420")
+            self.drv[node] = DrvState()
+        for n in names:
+            self.api.delete(f"{SLICES}/{n}")
+        log.info("driver on %s gone for %.0fs: deleted %d ResourceSlice(s)", node, now - d.gone_since, len(names))

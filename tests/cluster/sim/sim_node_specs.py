@@ -24,6 +24,9 @@ SPEC_KEYS = {
 }
 
 DEFAULT_KUBELET_VERSION = "v1.36.3"
+# only a containerRuntimeVersion string (kubevirtci's k8s-1.36 runtime): nothing runs it. A runtime the
+# harness can run is a real node instead (containerd 2.4.2, or CRI-O 1.36.3: cluster_real_node.py,
+# `runtime: cri-o`); simulated nodes are for what cannot be built here (containerd 1.x, CRI-O < 1.30)
 DEFAULT_RUNTIME = "cri-o://1.36.1"
 DEFAULT_OS_IMAGE = "CentOS Stream 9"
 DEFAULT_KERNEL = "5.14.0-570.el9.x86_64"

@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-import sim_config
+import sim_driver_pod
 from sim_api import STRATEGIC, ApiError
 from sim_format import h, iso, klog, parse_iso, wall
 
@@ -41,7 +41,9 @@ class PodRt:
     next_restart: float = 0.0
     reason: str = ""                    # crash/creating reason text
     crash_containers: tuple = ()
-    cfg: object = None                  # DriverConfig for driver pods
+    cfg: dict | None = None             # driver pods: the Go driver's start reply (pool, devices, log)
+    crash_log: list = field(default_factory=list)   # driver pods: the log of a refused start
+    crash_exit: int = 1                 # driver pods: its exit status (2: a flag error)
     last_sent: str = ""
     pod_ip: str = ""
     is_driver: bool = False
@@ -91,7 +93,7 @@ class PodsMixin:
             else:
                 self._store_pod(p)
         self.mark(("pod", uid))
-        if sim_config.driver_container(p) is not None:
+        if sim_driver_pod.driver_container(p) is not None:
             self.mark(("drv", node))
 
     def on_cms(self, items):
@@ -149,7 +151,7 @@ class PodsMixin:
             age = (wall() - started).total_seconds() if started else 0.0
             rt = PodRt(uid=uid, node=node, ns=meta["namespace"], name=meta["name"],
                        first_seen=time.monotonic() - max(0.0, age), start_time=st.get("startTime") or iso())
-            rt.is_driver = sim_config.driver_container(p) is not None
+            rt.is_driver = sim_driver_pod.driver_container(p) is not None
             rt.pod_ip = self.specs[node].address if spec.get("hostNetwork") else (st.get("podIP") or self.alloc_pod_ip(node))
             # adopt a container already running (simulator restart) instead of restarting it
             for cs in st.get("containerStatuses") or []:
@@ -187,7 +189,7 @@ class PodsMixin:
         """-> (creating|running|crash, reason, crashing containers)."""
         node = rt.node
         fault, arg = self.pod_fault(node)
-        missing = sim_config.missing_configmaps(p, self.get_cm)
+        missing = sim_driver_pod.missing_configmaps(p, self.get_cm)
         if missing:
             return "creating", f'MountVolume.SetUp failed for volume: configmap "{missing[0]}" not found', ()
         if fault == "never":
@@ -201,14 +203,13 @@ class PodsMixin:
         if rt.is_driver and self.simulate_driver:
             if rt.state == "running" and rt.cfg is not None:
                 return "running", "", ()     # the driver reads its config once, at start
-            c = sim_config.driver_container(p)
-            try:
-                rt.cfg = sim_config.resolve(p, self.get_cm, c)
-            except sim_config.ConfigMapMissing as e:
-                return "creating", str(e), ()
-            except sim_config.DriverConfigError as e:
-                rt.cfg = None
-                return "crash", str(e), (c["name"],)
+            c = sim_driver_pod.driver_container(p)
+            reply = self.start_driver(p, rt, c)   # the Go driver's verdict (sim_driver_publish.py)
+            if reply.get("ok"):
+                rt.cfg = reply
+                return "running", "", ()
+            rt.cfg, rt.crash_log, rt.crash_exit = None, list(reply.get("log") or []), int(reply.get("exit") or 1)
+            return "crash", reply.get("error") or f"exit status {reply.get('exit')}", (c["name"],)
         return "running", "", ()
 
     def enter(self, p, rt, want, reason, crash_containers):
@@ -222,8 +223,8 @@ class PodsMixin:
                 if prev == "crash":
                     rt.restarts += 1
                 for c in p["spec"].get("containers") or []:
-                    if rt.is_driver and c is sim_config.driver_container(p) and self.simulate_driver:
-                        self.driver_start_log(p, rt, c)
+                    if rt.is_driver and c is sim_driver_pod.driver_container(p) and self.simulate_driver:
+                        self.logs.write(node, rt.ns, rt.name, c["name"], *(rt.cfg or {}).get("log", []))
                     else:
                         self.logs.write(node, rt.ns, rt.name, c["name"],
                                         f"simulated container {c['name']} ({c.get('image', '')}) started on {node}")
@@ -249,19 +250,17 @@ class PodsMixin:
         start = iso()
         if rt.next_restart:            # a restart happened
             rt.restarts += 1
-        rt.last_term = {"exitCode": 1, "reason": "Error", "startedAt": start, "finishedAt": iso(),
+        rt.last_term = {"exitCode": rt.crash_exit if rt.is_driver else 1, "reason": "Error", "startedAt": start,
+                        "finishedAt": iso(),
                         "containerID": self.container_id(rt, rt.crash_containers[0] if rt.crash_containers else "")}
         backoff = CRASH_BACKOFF[min(rt.restarts, len(CRASH_BACKOFF) - 1)]
         rt.next_restart = time.monotonic() + backoff
         for c in p["spec"].get("containers") or []:
             if c["name"] not in rt.crash_containers:
                 continue
-            if rt.is_driver and c is sim_config.driver_container(p):
+            if rt.is_driver and c is sim_driver_pod.driver_container(p):
                 self.logs.write(rt.node, rt.ns, rt.name, c["name"],
-                                klog("I", f"dra-driver-cpu {self._version(c)} starting (simulated) on {rt.node}",
-                                     "main.go:80"),
-                                klog("E", rt.reason, "main.go:95"),
-                                klog("F", f"failed to start the driver: {rt.reason}", "main.go:96"))
+                                *(rt.crash_log or [klog("E", rt.reason, "sim_pods.py")]))
             else:
                 self.logs.write(rt.node, rt.ns, rt.name, c["name"],
                                 f"simulated container {c['name']} starting", f"fatal: {rt.reason}; exit 1")

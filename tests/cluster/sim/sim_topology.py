@@ -9,13 +9,14 @@ CPU numbering (documented in README.md, asserted by tests/unit/sim):
     or the explicit `cells` list of cpusets (asymmetric cells; union must be 0..V-1)
   - cacheL3ID                     = socket id (one L3 per socket)
   - coreType                      = "standard"
-  - smtEnabled                    = from sysfs smt/control (`smt_control`, default "on" when T > 1,
-                                    else "notsupported"), as the driver reads it
+  - smt_control                   = the text of sysfs smt/control (default "on" when T > 1, else
+                                    "notsupported"; "" = the file is missing); what the driver makes of
+                                    it (smtEnabled) is the Go driver's rule (tests/cluster/driver)
 A core may not straddle two cells; V must divide evenly (kubevirtci refuses uneven splits).
 
-Owns: Cpu, Topology (with smtEnabled and SMT siblings as the driver derives them), build_topology,
-SpecError. Must not: read the environment or node overrides (sim_node_specs.py), nor build devices
-(sim_slices.py).
+Owns: Cpu, Topology (the hardware: what fake_sysfs.write_tree lays out), build_topology, SpecError.
+Must not: read the environment or node overrides (sim_node_specs.py), nor derive what a driver reads
+from it (smtEnabled, siblings, devices): the Go driver reads the fake sysfs tree itself.
 """
 from __future__ import annotations
 
@@ -55,30 +56,6 @@ class Topology:
         if self.smt_control is None:
             return "on" if self.threads_per_core > 1 else "notsupported"
         return self.smt_control
-
-    @property
-    def smt(self) -> bool:
-        """smtEnabled as the driver computes it (pkg/cpuinfo/cpuinfo.go IsSMTEnabled, GetCPUTopology):
-        sysfs smt/control "on" -> true; off/forceoff/notsupported/notimplemented -> false; missing or
-        any other text -> more logical CPUs than physical cores."""
-        status = self.smt_control_text.strip().lower()
-        if status == "on":
-            return True
-        if status in ("off", "forceoff", "notsupported", "notimplemented"):
-            return False
-        return len(self.cpus) > len({c.core for c in self.cpus})
-
-    def siblings(self) -> dict[int, int]:
-        """cpu id -> its SMT sibling, for cores of exactly two threads (pkg/cpuinfo/cpuinfo.go
-        populateCpuSiblings handles 2-way SMT only: on other cores no CPU has a sibling)."""
-        by_core: dict[int, list[int]] = {}
-        for c in self.cpus:
-            by_core.setdefault(c.core, []).append(c.id)
-        out = {}
-        for ids in by_core.values():
-            if len(ids) == 2:
-                out[ids[0]], out[ids[1]] = ids[1], ids[0]
-        return out
 
     def by_id(self) -> dict[int, Cpu]:
         return {c.id: c for c in self.cpus}

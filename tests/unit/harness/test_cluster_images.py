@@ -38,3 +38,22 @@ def test_a_new_chart_brings_its_own_name_tag_and_flavour(tmp_path):
                        ("dra-driver-cpu/dra-driver-cpu", "v0.4.0", "main"),
                        ("dracpu/driver", "v0.5.0", "main")]
     assert got[3:] == [(path, tag, "v0.2") for path, tag in cluster_images.EXTRA_DRIVER_IMAGES]
+
+
+def test_the_busybox_image_is_kubernetes_e2e_name_and_the_roles_default():
+    """verify's default test image (roles/dra_cpu/defaults/main.yml) is the name the harness pushes."""
+    defaults = yaml.safe_load(open(os.path.join(CLUSTER_DIR, "..", "..", "roles", "dra_cpu", "defaults", "main.yml")))
+    assert defaults["dra_cpu_verify_image"] == cluster_images.BUSYBOX_IMAGE
+    assert cluster_images.BUSYBOX_IMAGE.startswith("registry.k8s.io/e2e-test-images/busybox:")
+
+
+def test_the_busybox_layer_has_the_binary_and_one_link_per_applet(tmp_path):
+    import tarfile
+    binary = tmp_path / "busybox"
+    binary.write_bytes(b"\x7fELF")
+    layer = cluster_images.busybox_layer(str(binary), str(tmp_path / "l.tar"), ["busybox", "sh", "cat", "grep"])
+    with tarfile.open(layer) as t:
+        members = dict((m.name, m) for m in t.getmembers())
+    assert members["bin/busybox"].isfile() and members["bin/busybox"].mode == 0o755
+    assert sorted(n for n, m in members.items() if m.issym()) == ["bin/cat", "bin/grep", "bin/sh"]
+    assert members["bin/sh"].linkname == "busybox"

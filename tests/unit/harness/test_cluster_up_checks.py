@@ -13,6 +13,7 @@ if CLUSTER_DIR not in sys.path:
     sys.path.insert(0, CLUSTER_DIR)
 
 import cluster_control_plane  # noqa: E402  pylint: disable=wrong-import-position
+import cluster_crio  # noqa: E402  pylint: disable=wrong-import-position
 import cluster_real_node  # noqa: E402  pylint: disable=wrong-import-position
 
 V1 = "cgroup /sys/fs/cgroup/cpuset cgroup rw,relatime,cpuset 0 0\n"
@@ -53,3 +54,15 @@ def test_real_nodes_on_a_cgroup_v2_only_host_are_refused_with_the_fix(tmp_path):
 def test_this_host_can_run_real_nodes():
     """The machines this suite runs on have cgroup v1 (real-nodes.md); the real-node tests need it."""
     assert cluster_real_node.host_problem({"CLUSTER_REAL_NODES": "1"}) is None
+
+
+def test_a_cri_o_node_without_conmon_is_refused_before_anything_starts(tmp_path, monkeypatch):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("proc /proc proc rw 0 0\n" + V1)
+    settings = {"CLUSTER_REAL_NODES": "2", "CLUSTER_REAL_NODE_OVERRIDES": '{"real02": {"runtime": "cri-o"}}'}
+    monkeypatch.setattr(cluster_crio, "CONMON", str(tmp_path / "no-conmon"))
+    problem = cluster_real_node.host_problem(settings, str(mounts))
+    assert problem.startswith("real node(s) real02 run CRI-O, which needs Debian's conmon at ") and "make deps" in problem
+    # a bad spec is left to start_real_nodes, which names it (exit 2)
+    assert cluster_real_node.host_problem(dict(settings, CLUSTER_REAL_NODE_OVERRIDES='{"real02": {"runtime": 1}}'),
+                                          str(mounts)) is None

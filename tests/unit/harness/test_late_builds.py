@@ -16,7 +16,9 @@ import late_builds  # noqa: E402  pylint: disable=wrong-import-position
 
 def test_the_recipe_is_the_makefiles_build_binaries_in_its_order():
     assert late_builds.recipe() == [
-        ("all", {}), ("real-node", {}), ("helm-old", {}),   # real nodes: every molecule scenario
+        ("all", {}), ("real-node", {}),   # real nodes: every molecule scenario
+        ("cri-o", {}),   # the CRI-O real nodes (test_real_crio.py, test_kubevirtci_shape.py, molecule crio)
+        ("helm-old", {}),
         ("kubernetes v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),   # molecule's, in the other lane
         ("real-node v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),    # its real node's kubelet, kube-proxy
         ("kubernetes v1.35.4", {"CLUSTER_K8S_VERSION": "v1.35.4"}),
@@ -35,7 +37,8 @@ def test_a_recipe_stops_at_the_blank_line_and_reads_only_build_sh_lines(tmp_path
 
 def test_order_follows_the_recipe_and_refuses_a_name_that_is_not_in_it():
     steps = late_builds.recipe()
-    assert late_builds.order("real-node", steps) < late_builds.order("helm-old", steps) \
+    assert late_builds.order("real-node", steps) < late_builds.order("cri-o", steps) \
+        < late_builds.order("helm-old", steps) \
         < late_builds.order("kubernetes v1.35.4", steps)
     with pytest.raises(ValueError, match=re.escape("late_build('kubernetes v1.34.0'): not a line")):
         late_builds.order("kubernetes v1.34.0", steps)
@@ -55,6 +58,6 @@ def test_every_late_build_and_needs_build_mark_of_the_suite_names_a_recipe_line(
             marks |= set(re.findall(r'late_build\(f?"([^"]+)"\)', text))
             needs |= set(re.findall(r'needs_build\("([^"]+)"\)', text))
     marks = {m.replace("{K8S_135}", "v1.35.4") for m in marks}
-    assert marks == {"helm-old", "real-node", "real-node v1.35.4"}
+    assert marks == {"helm-old", "real-node", "cri-o", "real-node v1.35.4"}
     assert needs == {"real-node"}       # reliability_lib.NEEDS_REAL_NODES: the 'driver' cluster
     assert marks | needs <= names

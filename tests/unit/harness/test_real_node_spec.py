@@ -18,6 +18,7 @@ for d in (CLUSTER_DIR, os.path.join(CLUSTER_DIR, "sim")):
 
 import cluster_netns  # noqa: E402  pylint: disable=wrong-import-position
 import cluster_node_hw  # noqa: E402  pylint: disable=wrong-import-position
+import cluster_crio  # noqa: E402  pylint: disable=wrong-import-position
 import cluster_real_node  # noqa: E402  pylint: disable=wrong-import-position
 import sim_node_specs  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -73,3 +74,49 @@ def test_the_veth_ends_are_the_node_networks_first_two_addresses_for_netns_up_an
     host_end, ns_end = cluster_netns.veth_addresses("10.213.0.0/16")
     assert (str(host_end), str(ns_end)) == ("10.213.0.1", "10.213.0.2")
     assert cluster_netns.ns_ip({"node_cidr": "10.213.0.0/16"}) == "10.213.0.2"
+
+
+def test_the_runtime_is_containerd_unless_the_spec_says_cri_o():
+    assert spec({})["runtime"] == "containerd"
+    assert spec({"real01": {"runtime": "cri-o"}})["runtime"] == "cri-o"
+    with pytest.raises(cluster_node_hw.SpecError, match="real01: runtime 'crio' is not one of containerd, cri-o"):
+        spec({"real01": {"runtime": "crio"}})
+
+
+def test_kubevirtcis_worker_reservations_become_the_kubelets_and_replace_reserved_system_cpus():
+    worker = spec({"real02": {"cpu_manager_policy": "static", "kube_reserved_cpu": "500m",
+                              "system_reserved_cpu": "500m"}}, "real02")
+    assert cluster_node_hw.kubelet_settings(worker) == {
+        "cpuManagerPolicy": "static", "kubeReserved": {"cpu": "500m"}, "systemReserved": {"cpu": "500m"}}
+    # static without them: CPU 0 reserved, as before
+    assert cluster_node_hw.kubelet_settings(spec({"real01": {"cpu_manager_policy": "static"}})) == {
+        "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
+    assert cluster_node_hw.kubelet_settings(spec({})) == {"cpuManagerPolicy": "none"}
+    with pytest.raises(cluster_node_hw.SpecError, match="real01: kube_reserved_cpu must be a CPU quantity"):
+        spec({"real01": {"kube_reserved_cpu": 1}})
+
+
+def test_a_cri_o_node_needs_conmon_and_says_how_to_get_it(tmp_path):
+    specs = {"real01": spec({}), "real02": spec({"real02": {"runtime": "cri-o"}}, "real02")}
+    problem = cluster_crio.crio_problem(specs, conmon=str(tmp_path / "conmon"))
+    assert "real02 run CRI-O" in problem and "make deps" in problem and "real01" not in problem
+    assert cluster_crio.crio_problem({"real01": spec({})}, conmon=str(tmp_path / "conmon")) is None
+
+
+def test_a_cri_o_nodes_registries_conf_mirrors_the_chart_and_pause_registries():
+    text = cluster_crio.registries_conf("10.213.0.1:5000")
+    for name in ("registry.k8s.io", "us-central1-docker.pkg.dev", "docker.io"):
+        assert f'prefix = "{name}"' in text
+    assert text.count('location = "10.213.0.1:5000"') == len(cluster_crio.MIRRORED)
+    assert text.count("insecure = true") == len(cluster_crio.MIRRORED)
+
+
+def test_a_cri_o_nodes_config_has_nri_and_cdi_as_kubevirtcis(tmp_path):
+    conf = cluster_crio.crio_conf(str(tmp_path), {"crio": "/c", "cni": "/cni"}, "/state")
+    for line in ('enable_nri = true', 'nri_listen = "/var/run/nri/nri.sock"',
+                 'cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]', 'cgroup_manager = "cgroupfs"',
+                 'listen = "/run/crio/crio.sock"', 'pinns_path = "/c/pinns"',
+                 'pause_image = "registry.k8s.io/pause:3.10.1"', '"DRACPU_CLUSTER_ID=/state"'):
+        assert line in conf, line
+    import tomllib
+    tomllib.loads(conf)

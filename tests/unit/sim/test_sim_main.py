@@ -88,6 +88,37 @@ class FakeApi:
         return [v for k, v in self.objs.items() if k.startswith(SLICES + "/")]
 
 
+class FakePublisher:
+    """Stands in for `dracpu publish` (the Go driver, tested in tests/cluster/driver): records the
+    requests; `start` refuses a pod whose args hold --refuse (exit 1, the Go driver's log line),
+    and answers every other start with one log line and pool = node."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.calls = []
+        self.started = {}
+
+    def request(self, op, node, **fields):
+        self.calls.append((op, node, fields.get("fault") or fields.get("pod", "")))
+        if op == "start":
+            if "--refuse" in fields["args"]:
+                return {"ok": False, "exit": 1, "error": "cannot apply x: refused",
+                        "log": ['E1204 22:00:00.000000 1 main.go:54] "failed to load configuration" err="refused"']}
+            self.started[node] = fields["pod"]
+            self.files = fields["files"]
+            self.host_root = fields["hostRoot"]
+            return {"ok": True, "pool": node, "devices": 2, "slices": 1, "log": [f"I started {fields['args']}"]}
+        if op == "stop":
+            self.started.pop(node, None)
+        return {"ok": True, "pool": node}
+
+    def running_for(self, node):
+        return self.started.get(node, "")
+
+    def ops(self, node="node01"):
+        return [(op, arg) for op, n, arg in self.calls if n == node and op != "start"]
+
+
 @pytest.fixture
 def sim(tmp_path, monkeypatch):
     monkeypatch.setattr(simmain, "Api", FakeApi)
@@ -95,6 +126,7 @@ def sim(tmp_path, monkeypatch):
            "CLUSTER_SLICE_DELETE_DELAY": "0",
            "CLUSTER_NODE_OVERRIDES": json.dumps({"node02": {"cpu_manager_policy": "none"}})}
     s = simmain.Sim(env)
+    s.publisher = FakePublisher(s)
     s.boot_time = iso()
     s.register_nodes()
     s.on_slices([])
@@ -150,54 +182,52 @@ def test_registration(sim):
     assert lease["metadata"]["ownerReferences"][0]["uid"] == "uid-node02"
 
 
+def slice_of(sim, node="node01", name="00000-dra.cpu-node01-abcde"):
+    pool = {"name": node, "generation": 1, "resourceSliceCount": 1}
+    body = {"metadata": {"name": name}, "spec": {"driver": "dra.cpu", "nodeName": node, "pool": pool}}
+    sim.api.objs[f"{SLICES}/{name}"] = body
+    sim.on_slice("ADDED", body)
+
+
 def test_driver_lifecycle(sim):
+    """Running driver pod -> started in the Go driver with its argv, mounted files and fake sysfs,
+    then published once; a new pod restarts it; pod gone -> stopped, slices deleted after the delay."""
     sim.on_cm("ADDED", cm("reservedCPUs: 0-1\n"))
     p = driver_pod("d-1")
     add_pod(sim, p)
     st = pod_status(sim, p)
     assert st["phase"] == "Running" and st["podIP"] == "10.213.1.1"
     assert st["containerStatuses"][0]["ready"] is True
+    pub = sim.publisher
+    assert pub.files == {"/etc/dracpu/config.yaml": "reservedCPUs: 0-1\n"}
+    assert os.path.exists(os.path.join(pub.host_root, "sys/devices/system/cpu/online"))
+    assert "I started ['--v=4', '--config=/etc/dracpu/config.yaml']" in log_of(sim, p)
     sim.sync_driver("node01")
-    (s1,) = sim.api.slices()
-    assert s1["metadata"]["name"].startswith("00000-dra.cpu-node01-")
-    assert s1["spec"]["pool"] == {"name": "node01", "generation": 1, "resourceSliceCount": 1}
-    assert [d["capacity"]["dra.cpu/cpu"]["value"] for d in s1["spec"]["devices"]] == ["4", "6"]
-    assert s1["spec"]["devices"][0]["attributes"]["resource.kubernetes.io/numaNode"] == {"int": 0}
-    assert s1["metadata"]["ownerReferences"][0]["uid"] == "uid-node01"
-    text = log_of(sim, p)
-    assert "Read driver config file /etc/dracpu/config.yaml" in text and "generation 1" in text
-    sim.sync_driver("node01")          # same content: nothing changes
-    assert [s["metadata"]["name"] for s in sim.api.slices()] == [s1["metadata"]["name"]]
+    sim.sync_driver("node01")          # published already: nothing sent again
+    assert pub.ops() == [("publish", "normal")]
+    slice_of(sim)
 
-    # helm upgrade: new config, old pod replaced. The resourceslice controller's syncPool updates
-    # the one slice in place and keeps the generation (no slice added, at most one changed)
-    sim.on_cm("MODIFIED", cm("reservedCPUs: 0-1\ngroupBy: machine\n"))
     sim.on_pod("DELETED", p)
     p2 = driver_pod("d-2", created="2026-01-01T00:01:00Z")
     add_pod(sim, p2)
     sim.sync_driver("node01")
-    (s2,) = sim.api.slices()
-    assert s2["metadata"]["name"] == s1["metadata"]["name"]
-    assert s2["spec"]["pool"]["generation"] == 1
-    assert [d["name"] for d in s2["spec"]["devices"]] == ["cpudevmachine"]
-    assert "updated 1 in place" in log_of(sim, p2)
+    assert pub.ops()[-1] == ("publish", "normal") and pub.running_for("node01") == "uid-d-2"
 
-    # driver gone -> slices deleted after the (here 0 s) delay
-    sim.on_pod("DELETED", p2)
+    sim.on_pod("DELETED", p2)          # driver gone -> stopped, slices deleted after the (0 s) delay
     sim.sync_driver("node01")
-    assert sim.api.slices() == []
+    assert pub.ops()[-1] == ("stop", "") and sim.api.slices() == []
 
 
-def test_v02_with_config_crashloops(sim):
-    sim.on_cm("ADDED", cm("reservedCPUs: 0-1\n"))
-    p = driver_pod("d-old", image="x/dra-driver-cpu:v0.2.0")
+def test_refused_start_crashloops_with_the_drivers_log(sim):
+    sim.on_cm("ADDED", cm(""))
+    p = driver_pod("d-old", args=["/dracpu", "--refuse"])
     add_pod(sim, p)
     cs = pod_status(sim, p)["containerStatuses"][0]
     assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert cs["lastState"]["terminated"]["exitCode"] == 1
-    assert "flag provided but not defined: -config" in log_of(sim, p)
+    assert '"failed to load configuration" err="refused"' in log_of(sim, p)
     sim.sync_driver("node01")
-    assert sim.api.slices() == []
+    assert sim.publisher.ops() == []
 
 
 def test_missing_configmap_waits(sim):
@@ -235,28 +265,18 @@ def test_pod_fault_annotation_and_deletion(sim):
     assert "/api/v1/namespaces/default/pods/web" not in sim.api.objs
 
 
-def test_partial_and_dropped_fields(sim):
-    sim.api.drop_ama = True
+def test_partial_mode_and_back(sim):
     node = copy.deepcopy(sim.api.objs["/api/v1/nodes/node01"])
     node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "partial:1"
     sim.on_node("MODIFIED", node)
     sim.on_cm("ADDED", cm(""))
-    p = driver_pod("d-1", args=["--reserved-cpus=0-1"])
-    add_pod(sim, p)
+    add_pod(sim, driver_pod("d-1", args=["--reserved-cpus=0-1"]))
     sim.sync_driver("node01")
-    (s,) = sim.api.slices()
-    assert s["spec"]["pool"]["resourceSliceCount"] == 2 and len(s["spec"]["devices"]) == 1
-    assert "some fields were dropped by the apiserver, probably because these features are disabled: " \
-           "DRAConsumableCapacity" in log_of(sim, p)
-    sim.sync_driver("node01")       # stored lacks the dropped field: no republish loop
-    assert len(sim.api.slices()) == 1 and sim.api.slices()[0]["spec"]["pool"]["generation"] == 1
+    sim.sync_driver("node01")
     node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "normal"
     sim.on_node("MODIFIED", node)
     sim.sync_driver("node01")
-    # syncPool: the one matched slice (index 00000) changes (count 2 -> 1), none is added: updated
-    # in place at the same generation
-    assert [x["spec"]["pool"] for x in sim.api.slices()] == [
-        {"name": "node01", "generation": 1, "resourceSliceCount": 1}]
+    assert sim.publisher.ops() == [("publish", "partial:1"), ("publish", "normal")]
 
 
 def test_simulate_driver_off(sim):
@@ -267,64 +287,40 @@ def test_simulate_driver_off(sim):
     assert sim.api.slices() == []
 
 
-def test_bump_and_delay_modes(sim, monkeypatch):
+def test_bump_delay_and_none_modes(sim, monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(simmain.time, "monotonic", lambda: clock[0])
     sim.on_cm("ADDED", cm(""))
     node = copy.deepcopy(sim.api.objs["/api/v1/nodes/node01"])
     node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "delay:5"
     sim.on_node("MODIFIED", node)
-    p = driver_pod("d-1", args=[])
-    add_pod(sim, p)
+    add_pod(sim, driver_pod("d-1", args=[]))
     sim.sync_driver("node01")
-    assert sim.api.slices() == []
+    assert sim.publisher.ops() == []
     clock[0] += 6
     sim.sync_driver("node01")
-    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [1]
+    assert sim.publisher.ops() == [("publish", "normal")]
     node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "bump:3"
     sim.on_node("MODIFIED", node)
     sim.sync_driver("node01")
-    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [1]
+    assert sim.publisher.ops()[-1] == ("publish", "normal") and len(sim.publisher.ops()) == 1
     clock[0] += 4
     sim.sync_driver("node01")
-    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [2]
     clock[0] += 10
     sim.sync_driver("node01")          # bumps once per driver pod
-    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [2]
-    # a slice deleted behind the driver's back is restored; with no slice of the pool left, syncPool
-    # starts again from generation 0 + 1
-    name = sim.api.slices()[0]["metadata"]["name"]
-    gone = sim.api.objs.pop(f"{SLICES}/{name}")
-    sim.on_slice("DELETED", gone)
-    sim.sync_driver("node01")
-    assert [s["spec"]["pool"]["generation"] for s in sim.api.slices()] == [1]
-
-
-def test_sync_pool_bumps_when_a_slice_is_added_and_keeps_slices_when_all_cpus_are_reserved(sim):
-    """syncPool: an added slice bumps the generation by one, the matched one is updated in place
-    (same name); with every CPU reserved the driver never calls PublishResources, so the slices an
-    earlier driver published stay (upstream: PublishResources returns before the helper)."""
-    sim.on_cm("ADDED", cm("reservedCPUs: 0-1\ncpuDeviceMode: individual\n"))
-    node = copy.deepcopy(sim.api.objs["/api/v1/nodes/node01"])
-    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "partial:1"   # 2 chunks, 1 published
-    sim.on_node("MODIFIED", node)
-    p = driver_pod("d-1")
-    add_pod(sim, p)
-    sim.sync_driver("node01")
-    (first,) = [s["metadata"]["name"] for s in sim.api.slices()]
-    assert first.startswith("00000-dra.cpu-node01-")
-    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "partial:2"   # 3 chunks, 2 published
+    assert sim.publisher.ops() == [("publish", "normal"), ("publish", "bump")]
+    node["metadata"]["annotations"][DRIVER_MODE_ANNOTATION] = "none"
     sim.on_node("MODIFIED", node)
     sim.sync_driver("node01")
-    by_name = {s["metadata"]["name"]: s["spec"]["pool"] for s in sim.api.slices()}
-    assert sorted(n[:6] for n in by_name) == ["00000-", "00001-"] and first in by_name
-    pools = list(by_name.values())
-    assert pools == [{"name": "node01", "generation": 2, "resourceSliceCount": 3}] * 2
-
-    sim.on_cm("MODIFIED", cm("reservedCPUs: 0-11\n"))
-    sim.on_pod("DELETED", p)
-    p3 = driver_pod("d-3", created="2026-01-01T00:02:00Z")
-    add_pod(sim, p3)
     sim.sync_driver("node01")
-    assert [s["spec"]["pool"] for s in sim.api.slices()] == pools
-    assert "no CPUs left after reserving 0-11: not publishing (2 earlier slice(s) stay)" in log_of(sim, p3)
+    assert sim.publisher.ops()[2:] == [("stop", "")]
+
+
+def test_a_restarted_go_process_gets_the_running_driver_again(sim):
+    sim.on_cm("ADDED", cm(""))
+    add_pod(sim, driver_pod("d-1"))
+    sim.sync_driver("node01")
+    sim.publisher.started.clear()      # what GoPublisher does when its child died
+    sim.sync_driver("node01")
+    starts = [c for c in sim.publisher.calls if c[0] == "start"]
+    assert len(starts) == 2 and sim.publisher.ops() == [("publish", "normal")] * 2

@@ -20,7 +20,7 @@ def test_cpuset_roundtrip():
 def test_kubevirtci_split_12_over_2():
     t = build_topology(cpus=12, numa_nodes=2)
     assert t.cells == {0: [0, 1, 2, 3, 4, 5], 1: [6, 7, 8, 9, 10, 11]}
-    assert not t.smt and t.sockets == 1
+    assert t.smt_control_text == "notsupported" and t.sockets == 1
     assert all(c.socket == 0 and c.l3 == 0 for c in t.cpus)
     assert [c.core_id for c in t.cpus] == list(range(12))
 
@@ -33,7 +33,7 @@ def test_uneven_split_refused():
 def test_smt_siblings_adjacent_and_sockets():
     t = build_topology(cpus=16, numa_nodes=2, sockets=2, threads_per_core=2)
     by = t.by_id()
-    assert t.smt
+    assert t.smt_control_text == "on"
     assert by[0].core == by[1].core == 0 and by[2].core == 1
     assert [by[i].socket for i in (0, 7, 8, 15)] == [0, 0, 1, 1]
     assert by[8].core_id == 0 and by[15].core_id == 3   # core_id restarts per socket

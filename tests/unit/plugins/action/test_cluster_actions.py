@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The action plugins of preflight, cpu_topology and target_cluster (module_utils/k8s/runner.py): on a
+"""The action plugins of preflight, cpu_topology, target_cluster and verify (module_utils/k8s/runner.py): on a
 local connection the module's own run function in process, with the module's result, argument check,
 environment and redaction; otherwise the module through _execute_module."""
 from __future__ import absolute_import, division, print_function
@@ -19,11 +19,13 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import 
 from ansible_collections.kubevirtci.dra_cpu.plugins.action import cpu_topology as topology_action
 from ansible_collections.kubevirtci.dra_cpu.plugins.action import preflight as preflight_action
 from ansible_collections.kubevirtci.dra_cpu.plugins.action import target_cluster as target_action
+from ansible_collections.kubevirtci.dra_cpu.plugins.action import verify as verify_action
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import runner
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import argument_spec as target_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology as topology_module
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import preflight as preflight_module
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import target_cluster as target_module
+from ansible_collections.kubevirtci.dra_cpu.plugins.modules import verify as verify_module
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, pod, run_module
@@ -43,7 +45,10 @@ PLUGINS = {
     "preflight": (preflight_action, preflight_module),
     "cpu_topology": (topology_action, topology_module),
     "target_cluster": (target_action, target_module),
+    "verify": (verify_action, verify_module),
 }
+# a whole verify run needs a cluster that keeps what it is given (test_verify_run.py); here its refusals
+SUCCEEDS_ON_A_FAKE = sorted(n for n in PLUGINS if n != "verify")
 
 
 def fake_client(cluster):
@@ -69,6 +74,8 @@ CASES = [
     ("cpu_topology", {"wait": False, "min_cell_cpus": 99}, topology_cluster),              # fails, topology kept
     ("cpu_topology", {"timeout": 0}, topology_cluster),
     ("target_cluster", {}, FakeCluster),
+    ("verify", {"cpus": 2, "vm_vcpus": 2}, FakeCluster),                                  # fails before any call
+    ("verify", {"cpus": "many"}, FakeCluster),                                            # argument spec
 ]
 
 
@@ -82,7 +89,7 @@ def module_result(name, args, cluster):
 def local_result(name, args, cluster):
     action = PLUGINS[name][0]
     spec = action.argument_spec()
-    fn = [getattr(action, n) for n in ("run_preflight", "run_cpu_topology", "run_target") if hasattr(action, n)][0]
+    fn = [getattr(action, n) for n in ("run_preflight", "run_cpu_topology", "run_target", "run_verify") if hasattr(action, n)][0]
     return runner.run_in_process(spec, args, False, fn, mock.Mock(return_value=fake_client(cluster)), action.MODULE,
                                  plain_keys=getattr(action, "PLAIN_KEYS", ()))
 
@@ -194,7 +201,7 @@ def _plugin(action, transport, args, async_val=0, become=False, environment=None
     return plugin
 
 
-@pytest.mark.parametrize("name", sorted(PLUGINS))
+@pytest.mark.parametrize("name", SUCCEEDS_ON_A_FAKE)
 def test_local_connection_runs_in_process(name):
     action = PLUGINS[name][0]
     plugin = _plugin(action, "local", {"kubeconfig": DICT_KUBECONFIG, "wait": False} if name == "cpu_topology"
@@ -242,5 +249,6 @@ def test_module_main_and_action_share_the_run_function():
     assert preflight_action.run_preflight is preflight_module.run_preflight
     assert topology_action.run_cpu_topology is topology_module.run_cpu_topology
     assert target_action.run_target is target_module.run_target
+    assert verify_action.run_verify is verify_module.run_verify
     for action, module in PLUGINS.values():
         assert action.argument_spec() == module.argument_spec()

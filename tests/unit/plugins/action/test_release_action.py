@@ -8,7 +8,7 @@ from unittest import mock
 import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.action import release as action
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed
 
 PSA = {"pod-security.kubernetes.io/enforce": "privileged"}
 OWNER = {"app.kubernetes.io/managed-by": "kubevirtci.dra_cpu"}

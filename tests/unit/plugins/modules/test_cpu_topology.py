@@ -92,7 +92,8 @@ def test_min_cell_cpus_fails():
     result, failed = run_module(cpu_topology, {"min_cell_cpus": 8}, cluster)
     assert failed is True
     assert result["msg"].endswith("no cell can hold a VM of 8 host CPUs: the largest cell is node node-a cell 1 "
-                                  "with 6 allocatable CPUs (cells: node-a/0=4, node-a/1=6)")
+                                  "with 6 allocatable CPUs (nodes: node-a cells 0=4, 1=6); min_cell_cpus 0 "
+                                  "(role variable dra_cpu_min_cell_cpus: 0) turns this check off")
 
 
 def test_no_driver_pods():
@@ -198,7 +199,11 @@ def test_a_not_ready_node_keeps_its_pool_but_counts_in_no_figure():
     assert facts["max_vm_host_cpus"] == 6 and facts["total_allocatable_cpus"] == 10
     assert facts["largest_cell"] == {"node": "node-a", "id": 1, "allocatable_cpus": 6}
     assert result["summary"][6] == "node-b  total                       13 (node not Ready: counted in no figure below)"
-    assert result["summary"][7] == "largest VM that fits: 6 host CPUs, all from one device (one NUMA cell)"
+    assert result["summary"][7] == ("largest VM that fits: 6 host CPUs, all from one device (one NUMA cell) = "
+                                    "6 vCPUs, 5 with isolateEmulatorThread (5 with even parity)")
+    # the same in the fact, from the Ready node's cells only
+    assert (facts["max_vm_vcpus"], facts["max_vm_vcpus_isolated_emulator_thread"],
+            facts["max_vm_vcpus_even_parity"]) == (6, 5, 5)
     assert cluster.paths().count(NODES) == 1
 
 
@@ -213,3 +218,6 @@ def test_not_ready_nodes_given_are_not_read_again():
     result, failed = run_module(cpu_topology, {}, two_nodes_one_down(ready_b="True"))
     facts = result["ansible_facts"]["dra_cpu_topology"]
     assert facts["not_ready_nodes"] == [] and facts["max_vm_host_cpus"] == 9 and facts["total_allocatable_cpus"] == 23
+    # 9 host CPUs: 8 vCPUs with an isolated emulator thread; with even parity 8 + 2 is 10, so 7
+    assert (facts["max_vm_vcpus"], facts["max_vm_vcpus_isolated_emulator_thread"],
+            facts["max_vm_vcpus_even_parity"]) == (9, 8, 7)

@@ -6,10 +6,10 @@ __metaclass__ = type
 import json
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import preflight
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, HTTPError, node, run_module
-from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.release.test_release_installed import helm_secret
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.preflight.test_preflight_installed import helm_secret
 
 STATIC = {"kubeletconfig": {"cpuManagerPolicy": "static"}}
 NONE = {"kubeletconfig": {}}

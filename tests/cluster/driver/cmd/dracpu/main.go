@@ -2,7 +2,7 @@
 // publishes the devices upstream would publish for the node's (fake) sysfs and prepares claims
 // with CDI specs. It owns the process: flags and config (exit 2 on a flag error, 1 on a config
 // error, as upstream), logging, /healthz (503 until Start returned; where it listens: bind.go), the
-// client, the node name and the signal handling. Mirrors upstream cmd/dracpu/app.go main/run (v0.2.0 and main).
+// client, the node name and the signal handling; `dracpu publish` is publish.go. Mirrors upstream cmd/dracpu/app.go main/run (v0.2.0 and main).
 package main
 
 import (
@@ -32,6 +32,9 @@ import (
 var ready atomic.Bool
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "publish" {
+		os.Exit(publishMain(os.Args[2:])) // simulated nodes (publish.go)
+	}
 	flavor, err := config.FlavorFromEnv()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

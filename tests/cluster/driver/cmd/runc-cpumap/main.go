@@ -2,7 +2,7 @@
 // maps the CPU ids of the node's simulated topology onto the machine's real CPUs, then runs the
 // real runc with the same arguments. Part of simulating the hardware, not of any driver.
 //
-//	runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> -- <runc arguments>
+//	runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>
 //
 // The node's kubelet and its driver see the fake CPU tree (12 CPUs by default); the machine has
 // fewer. A driver that pins containers through NRI, as upstream dra-driver-cpu does, asks for fake
@@ -11,6 +11,18 @@
 // `--cpuset-cpus`) every fake id c becomes real[c mod len(real)], and one line per mapping
 // (`<command> <container> cpus <fake> -> <real>`) goes to the log, so the cpuset the driver intended
 // stays visible. Every other command runs unchanged.
+//
+// With --restrict-oom-score-adj true (the CRI-O nodes: containerd has restrict_oom_score_adj itself,
+// CRI-O has no such setting) `create` / `run` also raise the bundle's process.oomScoreAdj to the
+// wrapper's own oom_score_adj when it asks for less: lowering it needs CAP_SYS_RESOURCE, which these
+// machines lack (runc init fails with "failed to update /proc/self/oom_score_adj: Permission denied").
+// Each raise is a line of the log too (`<command> <container> oomScoreAdj -998 -> 0`).
+//
+// With --drop-hugepage-limits true (the CRI-O nodes: CRI-O puts a hugepageLimits entry per huge page
+// size the kernel has into every container, containerd does not) `create` / `run` and `update` drop
+// linux.resources.hugepageLimits: these machines mount no hugetlb cgroup, and runc then fails every
+// container ("cannot set hugetlb limit: container could not join or create cgroup"). Logged as
+// `<command> <container> hugepageLimits dropped (2)`.
 package main
 
 import (
@@ -92,6 +104,47 @@ type mapper struct {
 	real []int
 	log  io.Writer
 	dir  string // where mapped --resources documents are written (the log's directory)
+	// minOOM, when not nil: the lowest process.oomScoreAdj create/run lets through (RestrictOOM)
+	minOOM *int
+	// dropHugepages: remove linux.resources.hugepageLimits (DropHugepageLimits)
+	dropHugepages bool
+}
+
+// DropHugepageLimits removes hugepageLimits from a LinuxResources object; returns how many it held
+// (0: nothing changed).
+func DropHugepageLimits(res map[string]any) int {
+	limits, ok := res["hugepageLimits"].([]any)
+	if !ok {
+		return 0
+	}
+	delete(res, "hugepageLimits")
+	return len(limits)
+}
+
+// RestrictOOM raises spec's process.oomScoreAdj to min when it is lower; returns the old and new
+// values and whether it changed.
+func RestrictOOM(spec map[string]any, min int) (from, to int, changed bool) {
+	proc, _ := spec["process"].(map[string]any)
+	if proc == nil {
+		return 0, 0, false
+	}
+	v, ok := proc["oomScoreAdj"].(float64)
+	if !ok || int(v) >= min {
+		return 0, 0, false
+	}
+	proc["oomScoreAdj"] = min
+	return int(v), min, true
+}
+
+// ownOOMScoreAdj reads the calling process's oom_score_adj.
+func ownOOMScoreAdj() (int, error) {
+	data, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return 0, err
+	}
+	var v int
+	_, err = fmt.Sscanf(strings.TrimSpace(string(data)), "%d", &v)
+	return v, err
 }
 
 func (m mapper) note(cmd, id, from, to string) {
@@ -116,19 +169,38 @@ func (m mapper) create(args []string, at int) error {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	linux, _ := spec["linux"].(map[string]any)
-	res, _ := linux["resources"].(map[string]any)
-	if res == nil {
-		return nil
+	changed := false
+	if m.minOOM != nil {
+		if from, to, ok := RestrictOOM(spec, *m.minOOM); ok {
+			fmt.Fprintf(m.log, "%s %s %s oomScoreAdj %d -> %d\n", time.Now().UTC().Format(time.RFC3339Nano),
+				args[at], args[len(args)-1], from, to)
+			changed = true
+		}
 	}
-	from, to, ok, err := mapResources(res, m.real)
-	if err != nil || !ok {
-		return err
+	linux, _ := spec["linux"].(map[string]any)
+	if res, _ := linux["resources"].(map[string]any); res != nil {
+		if m.dropHugepages {
+			if n := DropHugepageLimits(res); n > 0 {
+				fmt.Fprintf(m.log, "%s %s %s hugepageLimits dropped (%d)\n", time.Now().UTC().Format(time.RFC3339Nano),
+					args[at], args[len(args)-1], n)
+				changed = true
+			}
+		}
+		from, to, ok, err := mapResources(res, m.real)
+		if err != nil {
+			return err
+		}
+		if ok {
+			m.note(args[at], args[len(args)-1], from, to)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
 	}
 	if data, err = json.Marshal(spec); err != nil {
 		return err
 	}
-	m.note(args[at], args[len(args)-1], from, to)
 	return os.WriteFile(path, data, 0o600)
 }
 
@@ -172,8 +244,21 @@ func (m mapper) update(args []string, at int) ([]string, error) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, fmt.Errorf("update resources: %w", err)
 	}
+	dropped := 0
+	if m.dropHugepages {
+		if dropped = DropHugepageLimits(res); dropped > 0 {
+			fmt.Fprintf(m.log, "%s update %s hugepageLimits dropped (%d)\n", time.Now().UTC().Format(time.RFC3339Nano),
+				id, dropped)
+			if data, err = json.Marshal(res); err != nil {
+				return nil, err
+			}
+		}
+	}
 	from, to, ok, err := mapResources(res, m.real)
 	if err != nil || !ok {
+		if err == nil && dropped > 0 { // the document changed: hand runc the copy
+			return m.resourcesFile(args, i, eq, data)
+		}
 		if src == "-" && err == nil { // stdin was consumed: hand runc the same document
 			return m.resourcesFile(args, i, eq, data)
 		}
@@ -205,10 +290,10 @@ func (m mapper) resourcesFile(args []string, i int, eq bool, data []byte) ([]str
 
 func run() error {
 	a := os.Args[1:]
-	var runc, realCPUs, logPath string
+	var runc, realCPUs, logPath, restrictOOM, dropHugepages string
 	for len(a) > 0 && a[0] != "--" {
 		if len(a) < 2 {
-			return fmt.Errorf("usage: runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> -- <runc arguments>")
+			return fmt.Errorf("usage: runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>")
 		}
 		switch a[0] {
 		case "--runc":
@@ -217,13 +302,17 @@ func run() error {
 			realCPUs = a[1]
 		case "--log":
 			logPath = a[1]
+		case "--restrict-oom-score-adj":
+			restrictOOM = a[1]
+		case "--drop-hugepage-limits":
+			dropHugepages = a[1]
 		default:
 			return fmt.Errorf("unknown option %s", a[0])
 		}
 		a = a[2:]
 	}
 	if len(a) == 0 || runc == "" || realCPUs == "" || logPath == "" {
-		return fmt.Errorf("usage: runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> -- <runc arguments>")
+		return fmt.Errorf("usage: runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>")
 	}
 	args := append([]string{}, a[1:]...)
 	set, err := cpuset.Parse(realCPUs)
@@ -234,7 +323,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	m := mapper{real: set.List(), log: logf, dir: filepath.Dir(logPath)}
+	m := mapper{real: set.List(), log: logf, dir: filepath.Dir(logPath), dropHugepages: dropHugepages == "true"}
+	if restrictOOM == "true" {
+		own, err := ownOOMScoreAdj()
+		if err != nil {
+			return err
+		}
+		m.minOOM = &own
+	}
 	if at := command(args); at >= 0 {
 		switch args[at] {
 		case "create", "run":

@@ -79,3 +79,69 @@ func TestUpdateMapsAResourcesFile(t *testing.T) {
 		t.Fatalf("--cpuset-cpus: %v %v", args, err)
 	}
 }
+
+func TestCreateRestrictsOOMScoreAdj(t *testing.T) {
+	// the CRI-O nodes (--restrict-oom-score-adj true): a sandbox's -998 becomes the wrapper's own
+	// score, a higher one is left alone, and the cpus are still mapped
+	dir := t.TempDir()
+	spec := `{"process":{"oomScoreAdj":-998},"linux":{"resources":{"cpu":{"cpus":"6-7"}}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	min := 0
+	m := mapper{real: []int{0, 1}, log: &log, dir: dir, minOOM: &min}
+	if err := m.create([]string{"--root=/r", "create", "--bundle", dir, "sandbox1"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["process"].(map[string]any)["oomScoreAdj"].(float64) != 0 {
+		t.Fatalf("config %s", data)
+	}
+	if !strings.Contains(log.String(), "create sandbox1 oomScoreAdj -998 -> 0") ||
+		!strings.Contains(log.String(), "create sandbox1 cpus 6-7 -> 0-1") {
+		t.Fatalf("log %q", log.String())
+	}
+	higher := map[string]any{"process": map[string]any{"oomScoreAdj": float64(1000)}}
+	if _, _, changed := RestrictOOM(higher, 0); changed {
+		t.Fatal("a higher score must be left alone")
+	}
+}
+
+func TestHugepageLimitsAreDroppedInCreateAndUpdate(t *testing.T) {
+	// the CRI-O nodes (--drop-hugepage-limits true): no hugetlb cgroup on these machines
+	dir := t.TempDir()
+	spec := `{"linux":{"resources":{"hugepageLimits":[{"pageSize":"2MB","limit":0},{"pageSize":"1GB","limit":0}],"memory":{"limit":1}}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	m := mapper{real: []int{0, 1}, log: &log, dir: dir, dropHugepages: true}
+	if err := m.create([]string{"create", "--bundle", dir, "c1"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	if strings.Contains(string(data), "hugepageLimits") || !strings.Contains(string(data), `"memory":{"limit":1}`) {
+		t.Fatalf("config %s", data)
+	}
+	res := filepath.Join(dir, "res.json")
+	if err := os.WriteFile(res, []byte(`{"hugepageLimits":[{"pageSize":"2MB","limit":0}],"cpu":{"shares":2}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, err := m.update([]string{"update", "--resources", res, "c1"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(args[2])
+	if args[2] == res || strings.Contains(string(got), "hugepageLimits") || !strings.Contains(string(got), `"shares":2`) {
+		t.Fatalf("update args %v, resources %s", args, got)
+	}
+	if !strings.Contains(log.String(), "create c1 hugepageLimits dropped (2)") ||
+		!strings.Contains(log.String(), "update c1 hugepageLimits dropped (1)") {
+		t.Fatalf("log %q", log.String())
+	}
+}

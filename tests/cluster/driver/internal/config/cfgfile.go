@@ -1,7 +1,7 @@
 // cfgfile.go owns reading main's config file: strict YAML (a key set twice fails), apiVersion,
 // exact spelling of keys, and the keys refused in the file. Mirrors upstream
 // internal/driverconfig/cfgfile.go buildConfMap and schema.go schemaExcludedFields (and
-// tests/cluster/sim/sim_config.py parse_config_file).
+// the simulator's former sim_config.py parse_config_file).
 package config
 
 import (
@@ -37,8 +37,11 @@ func canonicalKeys() []string {
 }
 
 // BuildConfMap loads the file and returns the map to apply, or upstream's error.
-func BuildConfMap(path string) (map[string]any, error) {
-	data, err := os.ReadFile(path)
+func BuildConfMap(path string) (map[string]any, error) { return BuildConfMapWith(path, os.ReadFile) }
+
+// BuildConfMapWith is BuildConfMap reading the file through readFile.
+func BuildConfMapWith(path string, readFile func(string) ([]byte, error)) (map[string]any, error) {
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}

@@ -4,7 +4,7 @@
 //
 // It mirrors upstream dra-driver-cpu: internal/driverconfig (config.go, defaults.go, flags.go,
 // load.go, cfgfile.go, schema.go) on main, internal/driverconfig/config.go at v0.2.0, and the
-// Python simulator's tests/cluster/sim/sim_config.py (parse_config_file, resolve). Error texts are
+// Python simulator's former sim_config.py (parse_config_file, resolve). Error texts are
 // upstream's, so a bad config crash-loops a real pod with the message upstream would print.
 package config
 
@@ -176,7 +176,11 @@ func Parse(flavor string, args []string, out io.Writer) (*Parsed, error) {
 // Resolve is upstream main's driverconfig.Resolve(FromFile(--config), FromFlags): defaults, then
 // the file, then every flag visited (set on the command line), then validation. v0.2 has no file
 // and no merged validation: the flag values are the config.
-func (p *Parsed) Resolve() (Config, error) {
+func (p *Parsed) Resolve() (Config, error) { return p.ResolveWith(os.ReadFile) }
+
+// ResolveWith is Resolve reading the --config file through readFile (the publish mode of
+// simulated nodes hands in the files the kubelet mounted into the driver container).
+func (p *Parsed) ResolveWith(readFile func(string) ([]byte, error)) (Config, error) {
 	if p.Flavor != FlavorMain {
 		c := p.Flags
 		c.KubeletRootDir = DefaultKubeletRootDir
@@ -184,7 +188,7 @@ func (p *Parsed) Resolve() (Config, error) {
 	}
 	cfg := Default()
 	if p.ConfigFile != "" {
-		m, err := BuildConfMap(p.ConfigFile)
+		m, err := BuildConfMapWith(p.ConfigFile, readFile)
 		if err == nil {
 			err = applyMap(&cfg, m)
 		}

@@ -1,6 +1,7 @@
 // Tests of flags, config file and precedence. Each names the upstream behaviour it mirrors
 // (internal/driverconfig on main, v0.2.0's flags); the expected texts are those of
-// tests/cluster/sim/sim_config.py parse_config_file/resolve (verified against the real binary),
+// the simulator's former Python copy of these rules (sim_config.py, verified against the real binary,
+// removed in issue 31),
 // without the "failed to load configuration: " log message prefix.
 package config
 
@@ -35,7 +36,7 @@ func resolve(t *testing.T, flavor string, args ...string) (Config, error) {
 func TestConfigFileErrors(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{"reservedCpus: \"1\"\n", `field "reservedCpus" is spelled differently from the schema; use "reservedCPUs"`},
-		// sigs.k8s.io/yaml v1.6.0 (upstream's) prints yaml.v2's TypeError on two lines; sim_config.py
+		// sigs.k8s.io/yaml v1.6.0 (upstream's) prints yaml.v2's TypeError on two lines; the former sim_config.py
 		// shortens it to one ("yaml: line 2: key ...").
 		{"a: 1\na: 2\n", "parsing @: error converting YAML to JSON: yaml: unmarshal errors:\n  line 2: key \"a\" already set in map"},
 		{"apiVersion: v2\n", `unsupported apiVersion "v2", want "v1alpha1"`},
@@ -150,5 +151,25 @@ func TestFlavorFromEnv(t *testing.T) {
 	t.Setenv("DRACPU_FLAVOR", "v9")
 	if _, err := FlavorFromEnv(); err == nil {
 		t.Error("v9 must be refused")
+	}
+}
+
+// cfgfile.go rejectNonCanonicalKeys reports every misspelled key, sorted, in one message; load.go
+// applyMap refuses a value of the wrong JSON type for a bool field too; an empty cpuDeviceMode
+// from the file fails the merged validation (ported from the simulator's test_sim_upstream.py
+// when its Python rules went, issue 31).
+func TestConfigFileSeveralSpellingsBoolTypeEmptyMode(t *testing.T) {
+	for text, want := range map[string]string{
+		"GroupBy: machine\ncpudevicemode: grouped\n":            `field "GroupBy" is spelled differently from the schema; use "groupBy"; field "cpudevicemode" is spelled differently from the schema; use "cpuDeviceMode"`,
+		"publishNodeAllocatableResourceMapping: 'yes please'\n": `applying config map: json: cannot unmarshal string into Go struct field Config.publishNodeAllocatableResourceMapping of type bool`,
+	} {
+		path := writeFile(t, text)
+		if _, err := resolve(t, FlavorMain, "--config="+path); err == nil || err.Error() != "cannot apply "+path+": "+want {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+	_, err := resolve(t, FlavorMain, "--config="+writeFile(t, "cpuDeviceMode: ''\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), `cannot validate config: invalid cpuDeviceMode ""`) {
+		t.Fatal(err)
 	}
 }

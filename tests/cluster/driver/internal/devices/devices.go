@@ -4,7 +4,7 @@
 // groupedCPUDeviceInfos, cpuDeviceInfos, createGroupedCPUDeviceSlices, createCPUDeviceSlices),
 // attributes.go (addCompatibilityAttributes), pkg/driver/driver.go New() (slices.Chunk at
 // DevicesPerResourceSlice) and v0.2.0 pkg/driver/dra_hooks.go (no resource.kubernetes.io/numaNode,
-// grouped devices in one slice), exactly as tests/cluster/sim/sim_slices.py build_devices and
+// grouped devices in one slice), exactly as the simulator's former sim_slices.py build_devices and
 // chunks_for encode them. Not ported: PCIe root attributes (--expose-pcie-roots only lowers the
 // chunk size to 64) and nodeAllocatableResources.
 package devices
@@ -51,6 +51,8 @@ type Set struct {
 	Devices []resourceapi.Device
 	CPUs    map[string]cpuset.CPUSet // device name -> CPUs it stands for (grouped: the group; individual: one)
 	Chunks  [][]resourceapi.Device   // nil: nothing to publish (PublishResources is not called)
+	// Online and Reserved: what prepare checks an opaque cpuset against (machine grouping)
+	Online, Reserved cpuset.CPUSet
 }
 
 func intAttr(v int) resourceapi.DeviceAttribute {
@@ -66,7 +68,7 @@ func strAttr(v string) resourceapi.DeviceAttribute {
 
 // Build builds the devices and chunks for the topology.
 func Build(t *topology.Topology, o Options) Set {
-	s := Set{CPUs: map[string]cpuset.CPUSet{}}
+	s := Set{CPUs: map[string]cpuset.CPUSet{}, Online: t.Online, Reserved: o.Reserved}
 	if o.Mode == config.ModeIndividual {
 		for _, d := range individual(t, o.Reserved) {
 			s.Devices = append(s.Devices, individualDevice(d.name, d.cpu, t.SMTEnabled, o.Flavor))

@@ -188,3 +188,17 @@ func TestOptionsFromBadCpuset(t *testing.T) {
 }
 
 func resourceQN(s string) resourceapi.QualifiedName { return resourceapi.QualifiedName(s) }
+
+// main pkg/driver/driver.go New: slices.Chunk(devices, devicesPerResourceSlice) for every mode;
+// v0.2.0 pkg/driver/dra_hooks.go createGroupedCPUDeviceSlices returns all grouped devices as one
+// slice (ported from the simulator's test_sim_upstream.py when its Python rules went, issue 31).
+func TestGroupedChunkingPerFlavour(t *testing.T) {
+	tp := topo(260, 1, 1, 130, false)
+	m := Build(tp, opts(config.FlavorMain, config.ModeGrouped, config.GroupByNUMA, ""))
+	if len(m.Chunks) != 2 || len(m.Chunks[0]) != 128 || len(m.Chunks[1]) != 2 || m.Chunks[1][0].Name != "cpudevnuma128" {
+		t.Fatalf("main: %d chunks", len(m.Chunks))
+	}
+	if v := Build(tp, opts(config.FlavorV02, config.ModeGrouped, config.GroupByNUMA, "")); len(v.Chunks) != 1 || len(v.Chunks[0]) != 130 {
+		t.Fatalf("v0.2: %d chunks", len(v.Chunks))
+	}
+}

@@ -3,7 +3,8 @@
 //
 // Mirrors upstream pkg/driver/driver.go (New, Start, registrarDir, pluginDataDir,
 // checkSocketPathFits, waitForRegistration, Stop), dra_hooks.go PublishResources and HandleError;
-// the NRI plugin is nri.go. Not ported: device health, device metadata, metrics.
+// the NRI plugin is nri.go; device metadata (main) is metadata.go. Not ported: device health
+// (WatchHealthStatus answers "not supported"), metrics.
 package plugin
 
 import (
@@ -38,6 +39,7 @@ const (
 // Driver is the running plugin.
 type Driver struct {
 	driverName, nodeName, flavor, mode string
+	groupBy                            string
 	kubeletRootDir, dataDir, cdiDir    string
 	set                                devices.Set
 	client                             kubernetes.Interface
@@ -51,7 +53,7 @@ type Driver struct {
 
 // New prepares the driver (no listener yet); set holds the devices built from the topology.
 func New(client kubernetes.Interface, nodeName string, cfg config.Config, flavor string, set devices.Set) *Driver {
-	return &Driver{driverName: DriverName, nodeName: nodeName, flavor: flavor, mode: cfg.CPUDeviceMode,
+	return &Driver{driverName: DriverName, nodeName: nodeName, flavor: flavor, mode: cfg.CPUDeviceMode, groupBy: cfg.GroupBy,
 		kubeletRootDir: cfg.KubeletRootDir, dataDir: PluginDataDir(cfg.KubeletRootDir, DriverName),
 		cdiDir: CDISpecDir, set: set, client: client, claims: map[types.UID]preparedClaim{},
 		containers: map[string]containerState{}}
@@ -90,13 +92,7 @@ func (d *Driver) Start(ctx context.Context) (<-chan error, error) {
 	}
 	d.claims = claims
 	logger.Info("Initialized CDI manager", "driverName", d.driverName, "cdiDir", d.cdiDir, "preparedClaims", len(claims))
-	helper, err := kubeletplugin.Start(ctx, d,
-		kubeletplugin.DriverName(d.driverName),
-		kubeletplugin.NodeName(d.nodeName),
-		kubeletplugin.KubeClient(d.client),
-		kubeletplugin.RegistrarDirectoryPath(RegistrarDir(d.kubeletRootDir)),
-		kubeletplugin.PluginDataDirectoryPath(d.dataDir),
-	)
+	helper, err := kubeletplugin.Start(ctx, d, d.pluginOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("start kubelet plugin: %w", err)
 	}
@@ -110,6 +106,19 @@ func (d *Driver) Start(ctx context.Context) (<-chan error, error) {
 	}
 	go d.PublishResources(ctx)
 	return nriFailed, nil
+}
+
+// pluginOptions are upstream Start's kubeletplugin options: driver, node, client, registrar and
+// plugin data directories, and (main) device metadata.
+func (d *Driver) pluginOptions() []kubeletplugin.Option {
+	opts := []kubeletplugin.Option{
+		kubeletplugin.DriverName(d.driverName),
+		kubeletplugin.NodeName(d.nodeName),
+		kubeletplugin.KubeClient(d.client),
+		kubeletplugin.RegistrarDirectoryPath(RegistrarDir(d.kubeletRootDir)),
+		kubeletplugin.PluginDataDirectoryPath(d.dataDir),
+	}
+	return append(opts, metadataOptions(d.flavor)...)
 }
 
 // waitForRegistration is upstream's: poll RegistrationStatus every second for 30 s; on timeout
@@ -175,6 +184,12 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 		klog.Flush()
 		os.Exit(1)
 	}
+}
+
+// WatchHealthStatus implements kubeletplugin.DRAPlugin (required since library v0.37): no device
+// health, as upstream's stub in fa69d1e ("adapt to the 1.37 kubeletplugin API").
+func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
+	return kubeletplugin.ErrHealthNotSupported
 }
 
 // Stop stops the NRI plugin and the kubelet plugin helper.

@@ -5,9 +5,11 @@
 // individual mode: the devices' CPUs, overlap refused; prepareGroupedResourceClaim for grouped
 // mode: ConsumedCapacity "dra.cpu/cpu", positive whole number, CPUs of the device not held by
 // other claims; an already prepared claim reuses its CPUs), prepareDevices and
-// UnprepareResourceClaims. Differences: CPUs of a grouped device are picked lowest id first
-// (upstream: cpumanager.TakeByTopologyNUMAPacked), machine mode picks the same way instead of
-// requiring an opaque cpuset config, no device metadata. Pinning is nri.go.
+// UnprepareResourceClaims. Machine grouping takes the CPUs of the request's opaque cpuset config
+// (opaque.go, upstream getOpaqueCPUSet/validateOpaqueCPUSet) and fails without one; each
+// prepared device carries its metadata (metadata.go, main only). Difference: CPUs of a numanode
+// or socket device are picked lowest id first (upstream: cpumanager.TakeByTopologyNUMAPacked).
+// Pinning is nri.go.
 package plugin
 
 import (
@@ -73,6 +75,17 @@ func (d *Driver) pick(claim *resourceapi.ResourceClaim, results []resourceapi.De
 		if q.CmpInt64(n) != 0 {
 			return cpuset.New(), fmt.Errorf("CPU capacity for device %q must be a whole number, got %s", r.Device, q.String())
 		}
+		if d.mode == config.ModeGrouped && d.groupBy == config.GroupByMachine {
+			set, err := d.opaqueCPUSet(claim.Status.Allocation, r)
+			if err != nil {
+				return cpuset.New(), err
+			}
+			if err := d.validateOpaqueCPUSet(set, assigned, d.held(claim.UID), n); err != nil {
+				return cpuset.New(), err
+			}
+			assigned = assigned.Union(set)
+			continue
+		}
 		avail := devCPUs.Intersection(free).Difference(assigned).List()
 		if int64(len(avail)) < n {
 			return cpuset.New(), fmt.Errorf("not enough free CPUs on device %q: want %d, free %s", r.Device, n, cpuset.New(avail...).String())
@@ -115,7 +128,8 @@ func (d *Driver) prepareOne(logger klog.Logger, claim *resourceapi.ResourceClaim
 	}
 	out := kubeletplugin.PrepareResult{Devices: []kubeletplugin.Device{}}
 	for _, r := range results {
-		dev := kubeletplugin.Device{PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: []string{CDIDeviceID(claim.UID)}}
+		dev := kubeletplugin.Device{PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: []string{CDIDeviceID(claim.UID)},
+			Metadata: d.deviceMetadata(r)}
 		if r.Request != "" {
 			dev.Requests = []string{r.Request}
 		}

@@ -18,10 +18,16 @@ import (
 
 // WithOverlay returns base with the overlay file applied (base itself when filename is "").
 func WithOverlay(base fs.FS, filename string) (fs.FS, error) {
+	return WithOverlayRead(base, filename, os.ReadFile)
+}
+
+// WithOverlayRead is WithOverlay reading the file through readFile (the publish mode of simulated
+// nodes: the files the kubelet mounted into the driver container).
+func WithOverlayRead(base fs.FS, filename string, readFile func(string) ([]byte, error)) (fs.FS, error) {
 	if filename == "" {
 		return base, nil
 	}
-	data, err := os.ReadFile(filename)
+	data, err := readFile(filename)
 	if err != nil {
 		return nil, fmt.Errorf("read sysfs overlay: %w", err)
 	}

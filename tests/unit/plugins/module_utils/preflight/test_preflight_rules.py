@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.preflight_checks import CHECKS
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as n
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules as r
 
@@ -367,4 +368,4 @@ def test_a_kubelet_that_reports_itself_not_ready_is_named_with_its_reason():
     obj["status"]["conditions"][1].update(status="True")
     assert n.is_ready(obj) is True
     # warning only: not a check `ignore` takes, nor one of the per-node errors skip_incompatible_nodes acts on
-    assert "node_ready" not in r.CHECKS and "node_ready" not in r.NODE_CHECKS
+    assert "node_ready" not in CHECKS and "node_ready" not in r.NODE_CHECKS

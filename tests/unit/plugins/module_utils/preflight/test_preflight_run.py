@@ -13,7 +13,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight impor
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.run import argument_spec, run_preflight
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, HTTPError, node
-from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.release.test_release_installed import helm_secret
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.preflight.test_preflight_installed import helm_secret
 
 SERVER = "https://127.0.0.1:6443"
 KUBECONFIG = {"current-context": "kind", "clusters": [], "users": [], "contexts": []}

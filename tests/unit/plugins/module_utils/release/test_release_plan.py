@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import installed
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import plan as rp
 
-from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.release.test_release_installed import (
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.preflight.test_preflight_installed import (
     PSA, helm_secret)
 
 OWNER = {"app.kubernetes.io/managed-by": "kubevirtci.dra_cpu"}

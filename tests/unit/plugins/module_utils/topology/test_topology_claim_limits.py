@@ -65,8 +65,10 @@ def test_individual_one_cell_of_78_gives_32_not_78():
     assert claims(topology) == (32, 32, 32)
     # one node: no largest/smallest cell line (its rows show the cells)
     assert render_table(topology)[-2:] == [
-        "largest VM that fits: 32 host CPUs on one node (at most 32 devices, one per CPU)",
-        "largest NUMA-aligned VM: 32 host CPUs (all its devices from one NUMA cell)",
+        "largest VM that fits: 32 host CPUs on one node (at most 32 devices, one per CPU) = 32 vCPUs, "
+        "31 with isolateEmulatorThread (31 with even parity)",
+        "largest NUMA-aligned VM: 32 host CPUs (all its devices from one NUMA cell) = 32 vCPUs, "
+        "31 with isolateEmulatorThread (31 with even parity)",
     ]
 
 
@@ -83,8 +85,10 @@ def test_individual_small_cells_are_not_cut():
     assert [c["allocatable_cpus"] for c in topology["nodes"]["node01"]["cells"]] == [4, 6]
     assert claims(topology) == (6, 10, 32)
     assert render_table(topology)[-2:] == [
-        "largest VM that fits: 10 host CPUs on one node (at most 32 devices, one per CPU)",
-        "largest NUMA-aligned VM: 6 host CPUs (all its devices from one NUMA cell)",
+        "largest VM that fits: 10 host CPUs on one node (at most 32 devices, one per CPU) = 10 vCPUs, "
+        "9 with isolateEmulatorThread (9 with even parity)",
+        "largest NUMA-aligned VM: 6 host CPUs (all its devices from one NUMA cell) = 6 vCPUs, "
+        "5 with isolateEmulatorThread (5 with even parity)",
     ]
 
 
@@ -95,7 +99,8 @@ def test_grouped_is_one_device_whatever_its_capacity(cells, largest):
     assert topology["mode"] == "grouped"
     assert claims(topology) == (largest, largest, 32)
     assert render_table(topology)[-1] == (
-        "largest VM that fits: %d host CPUs, all from one device (one NUMA cell)" % largest)
+        "largest VM that fits: %d host CPUs, all from one device (one NUMA cell) = %d vCPUs, "
+        "%d with isolateEmulatorThread (%d with even parity)" % (largest, largest, largest - 1, largest - 1))
 
 
 def test_nodes_are_sized_one_by_one():
@@ -113,7 +118,8 @@ def test_mixed_modes_take_the_largest_of_each_node():
     assert claims(topology) == (40, 40, 32)
     assert render_table(topology)[-3] == (
         "largest VM that fits: 40 host CPUs on one node (one device on a grouped node, "
-        "at most 32 devices, one per CPU, on an individual-mode node)")
+        "at most 32 devices, one per CPU, on an individual-mode node) = 40 vCPUs, "
+        "39 with isolateEmulatorThread (39 with even parity)")
 
 
 @pytest.mark.parametrize("cells, node_cpus, per_cpu, expected", [
@@ -137,7 +143,8 @@ def test_min_cell_cpus_counts_the_device_limit():
     assert sizing.check_min_cell_cpus(topology, 33) == (
         "no cell can hold a VM of 33 host CPUs: the largest cell, node node01 cell 0, has 78 allocatable CPUs, "
         "but in individual mode a claim is one device per CPU and Kubernetes allocates at most 32 devices "
-        "to one claim (cells: node01/0=78)")
+        "to one claim (nodes: node01 cells 0=78); min_cell_cpus 0 (role variable dra_cpu_min_cell_cpus: 0) "
+        "turns this check off")
     # grouped: one device of 78 holds a claim of 78
     assert sizing.check_min_cell_cpus(t.build_topology(grouped_slices("node01", [78])), 78) is None
     # a cell too small is reported as before

@@ -11,6 +11,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import slice_pools
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
 
+OFF = "min_cell_cpus 0 (role variable dra_cpu_min_cell_cpus: 0) turns this check off"
+
 
 # ------------------------------------------------------------------ reference example
 
@@ -295,6 +297,44 @@ def test_min_cell_cpus(slices):
     assert sizing.check_min_cell_cpus(topo, None) is None
     assert sizing.check_min_cell_cpus(topo, 7) == (
         "no cell can hold a VM of 7 host CPUs: the largest cell is node node-a cell 1 with 6 "
-        "allocatable CPUs (cells: node-a/0=4, node-a/1=6)")
+        "allocatable CPUs (nodes: node-a cells 0=4, 1=6); %s" % OFF)
     assert sizing.check_min_cell_cpus(t.build_topology([]), 1) == (
-        "no cell can hold a VM of 1 host CPUs: no CPU is published")
+        "no cell can hold a VM of 1 host CPU: no Ready node publishes a CPU (nodes: no node has published "
+        "its CPUs); %s" % OFF)
+    # 0 (or '') turns the check off, also on a topology without a CPU
+    assert sizing.check_min_cell_cpus(t.build_topology([]), 0) is None
+    assert sizing.check_min_cell_cpus(t.build_topology([]), "") is None
+
+
+def _no_cpu(node):
+    """``node`` (a node_topology) once the driver publishes no CPU there (every CPU reserved)."""
+    return dict(copy.deepcopy(node), cells=[], allocatable_cpus=0)
+
+
+def test_min_cell_cpus_1_fails_when_no_cell_holds_a_cpu_naming_each_node(slices):
+    """The role's default, 1: an install after which no cell can hold even one CPU fails, naming every
+    node and what it publishes (a machine device of capacity 0, no device at all, not Ready)."""
+    machine = t.build_topology(slices("grouped_machine.yaml"))["nodes"]["node01"]
+    zero = dict(copy.deepcopy(machine), allocatable_cpus=0,
+                cells=[dict(machine["cells"][0], allocatable_cpus=0)])
+    good = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    topo = t.cluster_topology({"node01": zero, "node02": _no_cpu(good), "node03": copy.deepcopy(good)},
+                              not_ready=["node03"])
+    assert topo["max_vm_host_cpus"] == 0
+    assert sizing.check_min_cell_cpus(topo, 1) == (
+        "no cell can hold a VM of 1 host CPU: the largest cell is node node01 cell 0 with 0 allocatable CPUs "
+        "(nodes: node01 cells 0=0; node02 no CPU; node03 not Ready); %s" % OFF)
+    topo = t.cluster_topology({"node01": _no_cpu(good), "node02": _no_cpu(good)})
+    assert sizing.check_min_cell_cpus(topo, 1) == (
+        "no cell can hold a VM of 1 host CPU: no Ready node publishes a CPU (nodes: node01 no CPU; node02 no "
+        "CPU); %s" % OFF)
+    # one node with a CPU is enough
+    topo = t.cluster_topology({"node01": _no_cpu(good), "node02": copy.deepcopy(good)})
+    assert sizing.check_min_cell_cpus(topo, 1) is None
+
+
+def test_min_cell_cpus_names_at_most_20_nodes(slices):
+    good = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    topo = t.cluster_topology(dict(("node%02d" % i, _no_cpu(good)) for i in range(25)))
+    message = sizing.check_min_cell_cpus(topo, 1)
+    assert "node19 no CPU; and 5 more); " in message and "node20" not in message, message

@@ -4,7 +4,8 @@ template printed before the rendering moved into the module: the template is kep
 
 The largest-VM line is the exception: its prefix is the template's, but what follows it now says why,
 per device mode (a grouped claim is one device; an individual-mode claim holds at most 32 devices,
-Kubernetes' AllocationResultsMaxSize, and is one line for the node and one NUMA-aligned). And the
+Kubernetes' AllocationResultsMaxSize, and is one line for the node and one NUMA-aligned), and then the
+same size in KubeVirt's vCPUs (common/kubevirt_sizes.py). And the
 template's largest/smallest cell line is left out for a single node, whose rows show the same cells."""
 from __future__ import absolute_import, division, print_function
 
@@ -36,6 +37,11 @@ ROLE_TEMPLATE = (
 
 
 GROUPED_NUMA = ", all from one device (one NUMA cell)"
+# KubeVirt's hostCPUs = vCPUs + IO threads + emulator-thread CPUs, for the sizes of these fixtures
+VCPUS_6 = " = 6 vCPUs, 5 with isolateEmulatorThread (5 with even parity)"
+VCPUS_8 = " = 8 vCPUs, 7 with isolateEmulatorThread (7 with even parity)"
+VCPUS_10 = " = 10 vCPUs, 9 with isolateEmulatorThread (9 with even parity)"
+VCPUS_32 = " = 32 vCPUs, 31 with isolateEmulatorThread (31 with even parity)"
 INDIVIDUAL_NODE = "on one node (at most 32 devices, one per CPU)"
 ALIGNED = "host CPUs (all its devices from one NUMA cell)"
 
@@ -54,18 +60,19 @@ def role_lines(topology, sizing):
 
 # fixture -> its largest-VM lines: (grouped) the template's line and why; (individual) the node, then NUMA-aligned
 FIXTURES = {
-    "reference_grouped_numanode.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA],
-    "reference_individual.yaml": ["largest VM that fits: 10 host CPUs " + INDIVIDUAL_NODE,
-                                  "largest NUMA-aligned VM: 6 " + ALIGNED],
+    "reference_grouped_numanode.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA + VCPUS_6],
+    "reference_individual.yaml": ["largest VM that fits: 10 host CPUs " + INDIVIDUAL_NODE + VCPUS_10,
+                                  "largest NUMA-aligned VM: 6 " + ALIGNED + VCPUS_6],
     "grouped_socket_smt.yaml": ["largest VM that fits: 8 host CPUs, all from one device ("
-                                "one socket)"],
+                                "one socket)" + VCPUS_8],
+    # a release the role no longer installs (validate refuses machine grouping), still read and reported
     "grouped_machine.yaml": ["largest VM that fits: 10 host CPUs, all from one device ("
-                             "the machine)"],
+                             "the machine)" + VCPUS_10],
     # cells of 78 and 80 CPUs, 158 on the node: one claim gets 32 devices, Kubernetes' limit
-    "individual_smt_chunks.yaml": ["largest VM that fits: 32 host CPUs " + INDIVIDUAL_NODE,
-                                   "largest NUMA-aligned VM: 32 " + ALIGNED],
-    "two_generations.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA],
-    "v010_names_two_nodes.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA],
+    "individual_smt_chunks.yaml": ["largest VM that fits: 32 host CPUs " + INDIVIDUAL_NODE + VCPUS_32,
+                                   "largest NUMA-aligned VM: 32 " + ALIGNED + VCPUS_32],
+    "two_generations.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA + VCPUS_6],
+    "v010_names_two_nodes.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA + VCPUS_6],
 }
 
 
@@ -95,7 +102,8 @@ def test_readme_example(slices):
         "node01     0  cpudevnuma000         4",
         "node01     1  cpudevnuma001         6",
         "node01  total                       10",
-        "largest VM that fits: 6 host CPUs, all from one device (one NUMA cell)",
+        "largest VM that fits: 6 host CPUs, all from one device (one NUMA cell) = 6 vCPUs, "
+        "5 with isolateEmulatorThread (5 with even parity)",
     ]
 
 
@@ -130,3 +138,26 @@ def test_many_nodes_are_summed_up_in_one_line(slices):
     # up to MAX_NODES nodes, the role's text as it was
     small = t.cluster_topology(dict((n, copy.deepcopy(one)) for n in names[:MAX_NODES]))
     assert render_table(small) == role_lines(small, FIXTURES["reference_grouped_numanode.yaml"])
+
+
+@pytest.mark.parametrize("host_cpus, words", [
+    (0, " = no VM"),
+    (1, " = 1 vCPU, none with isolateEmulatorThread"),
+    (2, " = 2 vCPUs, 1 with isolateEmulatorThread (1 with even parity)"),
+    (4, " = 4 vCPUs, 3 with isolateEmulatorThread (3 with even parity)"),
+    # odd: 4 vCPUs + 1 emulator CPU fit in 5, but even parity makes that 4 + 2
+    (5, " = 5 vCPUs, 4 with isolateEmulatorThread (3 with even parity)"),
+    (6, VCPUS_6),
+    (11, " = 11 vCPUs, 10 with isolateEmulatorThread (9 with even parity)"),
+    ("?", ""),
+])
+def test_the_largest_vm_in_kubevirt_vcpus(host_cpus, words):
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import in_vcpus
+    assert in_vcpus(host_cpus) == words
+
+
+def test_a_cluster_without_cpus_says_no_vm(slices):
+    one = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    empty = dict(copy.deepcopy(one), cells=[], allocatable_cpus=0)
+    assert render_table(t.cluster_topology({"node01": empty}))[-1] == (
+        "largest VM that fits: 0 host CPUs, all from one device (one NUMA cell) = no VM")

@@ -65,8 +65,8 @@ def test_good_inputs_normalised():
      "dra_cpu_reserved_cpus: '0-1,1' is not a valid cpuset (CPU 1 listed more than once); "
      "expected a list like 0-1,4,6-7"),
     ("group_by", "numa",
-     "dra_cpu_group_by: 'numa' is not a grouping; expected one of numanode, socket, machine, "
-     "or empty for the chart default"),
+     "dra_cpu_group_by: 'numa' is not a grouping; expected one of numanode, socket (dra_cpu_group_by or "
+     "DRA_CPU_GROUP_BY), or empty for the chart default"),
     ("cpu_device_mode", "shared", "dra_cpu_cpu_device_mode: 'shared' is not a device mode; expected grouped or individual"),
     ("namespace", "Dra_Driver",
      "dra_cpu_namespace: 'Dra_Driver' is not a DNS-1123 label; expected lower-case letters, digits and '-', "
@@ -169,6 +169,52 @@ def test_values_for_020():
     assert settings["supports_node_affinity"] is False
     expected = {"reservedCPUs": "0-1", "groupBy": "socket", "cpuDeviceMode": "grouped"}
     assert i.chart_values_for(settings)["args"] == expected
+
+
+MACHINE_REFUSED = (
+    "cannot serve a KubeVirt claim: upstream dra-driver-cpu (v0.2.0 and main) prepares a claim on the "
+    "machine-wide device only with an opaque cpuset configuration per request, which an external scheduler "
+    "adds (upstream docs/user/configuration.md), so the kubelet fails a KubeVirt VM's claim at "
+    "NodePrepareResources ('opaque config: request \"<request>\" is targeted by 0 configurations, must "
+    "be targeted by exactly 1') and the pod never starts")
+
+
+@pytest.mark.parametrize("value", ["machine", "Machine", " MACHINE "])
+def test_machine_grouping_is_refused_naming_the_variable_the_value_and_why(value):
+    """dra_cpu_group_by (or DRA_CPU_GROUP_BY, which arrives the same way) machine: one error, whatever the
+    case, naming the variable, the value as given and upstream's reason, and what is accepted."""
+    _settings, errors = run(group_by=value)
+    assert errors == ["dra_cpu_group_by: '%s' %s; expected one of numanode, socket (dra_cpu_group_by or "
+                      "DRA_CPU_GROUP_BY), or empty for the chart default" % (value, MACHINE_REFUSED)]
+
+
+@pytest.mark.parametrize("mode", ["grouped", "individual"])
+def test_machine_grouping_is_refused_in_either_device_mode(mode):
+    _settings, errors = run(group_by="machine", cpu_device_mode=mode)
+    assert len(errors) == 1 and errors[0].startswith("dra_cpu_group_by: 'machine' cannot serve a KubeVirt claim")
+
+
+@pytest.mark.parametrize("value", ["numanode", "socket", "NUMANODE", "Socket", ""])
+def test_numanode_and_socket_keep_working(value):
+    settings, errors = run(group_by=value)
+    assert errors == [] and settings["group_by"] == value.strip().lower()
+
+
+def test_machine_grouping_through_chart_values_is_refused():
+    """A groupBy in dra_cpu_chart_values is merged last and would win: refused the same way, naming the key."""
+    _settings, errors = run(chart_values={"driverConfig": {"groupBy": "machine"}})
+    assert errors == ["dra_cpu_chart_values: driverConfig.groupBy: 'machine' %s; expected a groupBy of numanode "
+                      "or socket, or none" % MACHINE_REFUSED]
+    _settings, errors = run(chart_version="0.2.0", chart_values={"args": {"groupBy": "Machine"}})
+    assert len(errors) == 1 and errors[0].startswith("dra_cpu_chart_values: args.groupBy: 'Machine' cannot serve")
+    # the deprecated args key wins over driverConfig (0.3.0): numanode there is what the driver gets
+    _settings, errors = run(chart_values={"args": {"groupBy": "numanode"}, "driverConfig": {"groupBy": "machine"}})
+    assert errors == []
+
+
+def test_uninstalling_a_machine_grouped_release_is_not_refused():
+    settings, errors = run(group_by="machine", state="absent")
+    assert errors == [] and settings["group_by"] == "machine"
 
 
 @pytest.mark.parametrize("value,message", [

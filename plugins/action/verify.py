@@ -1,0 +1,31 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Action plugin for kubevirtci.dra_cpu.verify: on a local connection, the module's own run
+(module_utils/verify/run.py's run_verify) in the controller's worker, no module process; else the
+module. The rules (argument spec, environment, redaction, when) are module_utils/k8s/runner.py's run_action.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import run_action
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.run import argument_spec, run_verify
+
+MODULE = "kubevirtci.dra_cpu.verify"
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        result.update(run_action(self, MODULE, argument_spec(), run_verify, get_api_client, task_vars))
+        return result

@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""What is installed already: the release namespace and the helm release (pure functions).
+
+The role needs both before it writes anything: whether the namespace exists and carries the labels
+it must have (the role's Pod Security labels), and the release's status (a ``pending-*`` one must be recovered first) and chart
+version (an unchanged pinned version needs no second chart fetch). Reading them here, inside the
+preflight module's one process, saves the role three module starts on every run.
+
+Helm 3 keeps each revision of a release in a Secret ``sh.helm.release.v1.<name>.v<N>`` of type
+``helm.sh/release.v1`` labelled ``owner=helm,name=<name>,status=<status>,version=<N>``; its
+``data.release`` is base64 (the Secret encoding) of base64 of the gzipped release JSON
+(helm's pkg/storage/driver/util.go). Only the chart's name and version and a digest of the
+values (``values_sha256``, see ``values_digest``) are taken from it: the values themselves (which
+may hold secrets) are never returned.
+"""
+
+from __future__ import absolute_import, annotations, division, print_function
+
+__metaclass__ = type
+
+import base64
+import binascii
+import gzip
+import hashlib
+import json
+from typing import Any
+
+RELEASE_SECRET_TYPE = "helm.sh/release.v1"
+GZIP_MAGIC = b"\x1f\x8b\x08"
+
+
+def values_digest(values: dict[str, Any] | None) -> str:
+    """sha256 (hex) of the canonical JSON of helm values: keys sorted, no spaces.
+
+    The one digest of both sides: the ``config`` helm stored in a release (the user-supplied values,
+    what ``helm get values`` prints) and the values the role is about to give helm. No values (None,
+    helm's ``config`` of a release installed without any) is the same as ``{}``.
+    """
+    return hashlib.sha256(json.dumps(values if values is not None else {}, sort_keys=True,
+                                     separators=(",", ":"), ensure_ascii=False)
+                          .encode("utf-8")).hexdigest()
+
+
+# the label selector of every helm release's revision Secrets
+HELM_SELECTOR = "owner=helm"
+
+
+def other_releases(release_name: str, secrets: list[dict[str, Any]] | None) -> list[str]:
+    """The names of the helm releases other than ``release_name`` that keep their revisions in
+    ``secrets`` (uninstall leaves a namespace holding any of them in place)."""
+    names = set()
+    for s in secrets or []:
+        name = ((s.get("metadata") or {}).get("labels") or {}).get("name")
+        if s.get("type") in (None, RELEASE_SECRET_TYPE) and name and name != release_name:
+            names.add(str(name))
+    return sorted(names)
+
+
+def namespace_state(name: str, obj: dict[str, Any] | None, want_labels: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{name, exists, terminating, labels, labels_ok}`` from a Namespace object (None: it does not
+    exist); ``labels_ok``: it carries every label of ``want_labels`` with that value. A terminating
+    namespace takes no new objects: the caller waits until it is gone."""
+    metadata = (obj or {}).get("metadata") or {}
+    labels = dict(metadata.get("labels") or {})
+    terminating = obj is not None and bool(
+        metadata.get("deletionTimestamp") or ((obj.get("status") or {}).get("phase") == "Terminating"))
+    return {
+        "name": name,
+        "exists": obj is not None,
+        "terminating": terminating,
+        "labels": labels,
+        "labels_ok": obj is not None and not terminating
+        and all(labels.get(k) == v for k, v in (want_labels or {}).items()),
+    }
+
+
+def _revision(secret: dict[str, Any] | None) -> int:
+    version: Any = (((secret or {}).get("metadata") or {}).get("labels") or {}).get("version")
+    try:
+        return int(version)
+    except (TypeError, ValueError):
+        return -1
+
+
+def decode_release(data: str) -> dict[str, Any]:
+    """The release dict from a Secret's ``data.release`` as the API returns it (a str)."""
+    raw = base64.b64decode(base64.b64decode(data))
+    if raw[:3] == GZIP_MAGIC:
+        raw = gzip.decompress(raw)
+    return json.loads(raw.decode("utf-8"))
+
+
+def release_state(release_name: str, secrets: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The newest revision of a release from its Secrets.
+
+    Returns ``{}`` when there is none, else ``{name, revision, status, chart, chart_version,
+    values_sha256}``; chart, chart_version and values_sha256 (``values_digest`` of the release's
+    ``config``) are '' when the release body cannot be decoded (the status and revision come from the
+    labels and are enough to detect a pending release).
+    """
+    mine = [s for s in secrets or []
+            if (s.get("type") in (None, RELEASE_SECRET_TYPE))
+            and (((s.get("metadata") or {}).get("labels") or {}).get("name") == release_name)
+            and _revision(s) >= 0]
+    if not mine:
+        return {}
+    newest = max(mine, key=_revision)
+    labels = newest["metadata"].get("labels") or {}
+    chart, chart_version, digest = "", "", ""
+    data = (newest.get("data") or {}).get("release")
+    if data:
+        try:
+            body = decode_release(data)
+            metadata = ((body.get("chart") or {}).get("metadata") or {})
+            chart, chart_version = str(metadata.get("name") or ""), str(metadata.get("version") or "")
+            digest = values_digest(body.get("config"))
+        except (binascii.Error, ValueError, TypeError, OSError, EOFError, UnicodeDecodeError, AttributeError):
+            pass
+    return {
+        "name": release_name,
+        "revision": _revision(newest),
+        "status": str(labels.get("status") or ""),
+        "chart": chart,
+        "chart_version": chart_version,
+        "values_sha256": digest,
+    }
