@@ -30,9 +30,10 @@ PROVIDER = "k8s-1.36"
 NS = "dra-driver-cpu"
 
 
-@pytest.fixture(scope="module")
-def host(cluster, tmp_path_factory):
-    base = tmp_path_factory.mktemp("kubevirtci-host")
+def kubevirtci_host(cluster, base):
+    """kubevirtci's host for ``cluster`` under ``base``: ``(home, config, env, args)``, the
+    environment `up()` gives the script (the cluster's own vCPU and NUMA settings) and the
+    ansible-playbook arguments for the test cluster's plain-HTTP registry and helm mirror."""
     home, config = base / "home", base / "ci-configs"
     home.mkdir()
     (config / PROVIDER).mkdir(parents=True)
@@ -46,9 +47,14 @@ def host(cluster, tmp_path_factory):
         "DRA_CPU_CHART": cluster.chart, "HELM_VERSION": cluster.env["CLUSTER_HELM_VERSION"],
         "DRA_CPU_COLLECTION": artifact.build(base / "dist"),
     })
-    # passed on to ansible-playbook: the test cluster's plain-HTTP registry and helm mirror
     args = ["-e", "dra_cpu_chart_plain_http=true", "-e", "dra_cpu_helm_mirror_allow_http=true",
             "-e", "dra_cpu_helm_mirror=" + cluster.env["CLUSTER_HELM_MIRROR"]]
+    return home, config, env, args
+
+
+@pytest.fixture(scope="module")
+def host(cluster, tmp_path_factory):
+    home, config, env, args = kubevirtci_host(cluster, tmp_path_factory.mktemp("kubevirtci-host"))
     assert run_playbook(cluster, "uninstall").rc == 0
     yield {"home": home, "config": config, "env": env, "args": args, "tools": config / ".tools",
            "since": time.time()}

@@ -17,13 +17,12 @@ Tests in this module run in order. Runs last, after `build.sh cri-o` (late_build
 """
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
 
 from ansible_run import REPO, run_playbook
-from test_artifact_install import artifact
+from test_installer_script import kubevirtci_host
 
 pytestmark = [
     pytest.mark.late_build("cri-o"),
@@ -50,21 +49,7 @@ def shaped(cluster_factory):
 @pytest.fixture(scope="module")
 def host(shaped, tmp_path_factory):
     base = tmp_path_factory.mktemp("kubevirtci-shape-host")
-    home, config = base / "home", base / "ci-configs"
-    home.mkdir()
-    (config / PROVIDER).mkdir(parents=True)
-    shutil.copy(shaped.kubeconfig, config / PROVIDER / ".kubeconfig")
-    env = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
-    env.update({
-        "PATH": "/usr/bin:/bin", "HOME": str(home), "KUBEVIRTCI_CONFIG_PATH": str(config),
-        "KUBEVIRT_PROVIDER": PROVIDER, "KUBEVIRT_USE_DRA_CPU": "true",
-        "KUBEVIRT_NUM_VCPU": "12", "KUBEVIRT_NUM_NUMA_NODES": "2",
-        "DRA_CPU_CHART": shaped.chart, "HELM_VERSION": shaped.env["CLUSTER_HELM_VERSION"],
-        "DRA_CPU_COLLECTION": artifact.build(base / "dist"),
-    })
-    # the test cluster's plain-HTTP registry and helm mirror (as test_installer_script.py)
-    args = ["-e", "dra_cpu_chart_plain_http=true", "-e", "dra_cpu_helm_mirror_allow_http=true",
-            "-e", "dra_cpu_helm_mirror=" + shaped.env["CLUSTER_HELM_MIRROR"]]
+    _home, _config, env, args = kubevirtci_host(shaped, base)
     return {"env": env, "args": args, "cwd": str(base)}
 
 
