@@ -14,6 +14,7 @@ The claim-pod round trip (`node_dir`, `start_claim_pod`, `assert_pinned_through_
 import glob
 import json
 import os
+import re
 import time
 from contextlib import contextmanager
 
@@ -22,6 +23,11 @@ import pytest
 NODE = "real01"
 TAINT_KEY = "dra-cpu.kubevirtci.io/real-node"
 DRIVER_NS = "dra-driver-cpu"
+# how the role names a crash-looping driver container: it waits in CrashLoopBackOff between its
+# millisecond-long runs, and the pod read can also catch it terminated or in one of those runs
+# ("running, 3 restarts": a new machine at load 16)
+CRASHLOOP_STATE = re.compile(r"container dracpu (waiting CrashLoopBackOff|terminated Error|running), \d+ restarts, "
+                             r"last Error \(exit 1\)")
 
 
 def skip_marks():
