@@ -113,14 +113,19 @@ def device_attribute(device: dict[str, Any], name: str, driver: str = DEFAULT_DR
     attrs = device.get("attributes") or {}
     for key in ("%s/%s" % (driver, name), name):
         if key in attrs:
-            value = attrs[key]
-            if isinstance(value, dict):
-                for kind in ("int", "bool", "string", "version"):
-                    if kind in value:
-                        return value[kind]
-                return default
-            return value
+            return attribute_value(attrs[key], default)
     return default
+
+
+def attribute_value(value: Any, default: Any = None) -> Any:
+    """A DRA device attribute's value: the one field of its typed form (``{"int": 3}``), or the value
+    itself when it is not wrapped; ``default`` for a typed form of no known kind."""
+    if isinstance(value, dict):
+        for kind in ("int", "bool", "string", "version"):
+            if kind in value:
+                return value[kind]
+        return default
+    return value
 
 
 def device_capacity(device: dict[str, Any], driver: str = DEFAULT_DRIVER) -> int | float | None:

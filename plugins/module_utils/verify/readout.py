@@ -30,6 +30,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
     format_cpuset,
     parse_cpuset,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import attribute_value
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     LEGACY_NUMA,
     MARK,
@@ -77,13 +78,7 @@ def _cpus(text: str | None) -> list[int] | None:
 
 
 def _attr(attributes: dict[str, Any], name: str) -> Any:
-    value = (attributes or {}).get(name)
-    if isinstance(value, dict):
-        for kind in ("int", "bool", "string", "version"):
-            if kind in value:
-                return value[kind]
-        return None
-    return value
+    return attribute_value((attributes or {}).get(name))
 
 
 def _field(obj: dict[str, Any], name: str) -> Any:
