@@ -156,11 +156,10 @@ def host_load():
 
 
 def start_profiled_module(cl, sc, wd, timeout):
-    """The direct module run under pyinstrument (text profile in <wd>/module.profile.txt)."""
-    args = os.path.join(wd, "module-args.json")
-    with open(args, "w") as f:
-        json.dump({"ANSIBLE_MODULE_ARGS": {"kubeconfig": cl.kubeconfigs["module"], "nodes": list(sc.targets),
-                                           "timeout": int(timeout), "wait": True}}, f)
+    """The direct module run, with the measured waiter's arguments, under pyinstrument (text profile
+    in <wd>/module.profile.txt)."""
+    args = waiters.write_module_args(os.path.join(wd, "module-args.json"), "module", cl.kubeconfigs["module"],
+                                     sc.targets, timeout)
     prof = os.path.join(wd, "module.profile.txt")
     argv = [os.path.join(VENV_BIN, "python"), "-m", "pyinstrument", "-r", "text", "--show-all", "-o", prof,
             waiters.MODULE, args]

@@ -139,6 +139,28 @@ def read_peak_rss(path):
         return None
 
 
+def module_args(wid, kubeconfig, nodes, timeout):
+    """The direct module's arguments for waiter ``wid`` ("module": the target nodes given;
+    "module_pods": found from the driver's pods), the same for the measured and the profiled runs."""
+    # not_ready_nodes as the role passes it (preflight's list: every node Ready here), so the
+    # module does not list the Nodes again, as in the role's run
+    margs = {"kubeconfig": kubeconfig, "timeout": int(timeout), "wait": True, "not_ready_nodes": []}
+    if wid == "module":
+        margs["nodes"] = list(nodes)
+    elif wid == "module_pods":
+        margs["namespace"] = "dra-driver-cpu"
+    else:
+        raise ValueError(wid)
+    return margs
+
+
+def write_module_args(path, wid, kubeconfig, nodes, timeout):
+    """module_args() as the module's args file at ``path``; returns the path."""
+    with open(path, "w") as f:
+        json.dump({"ANSIBLE_MODULE_ARGS": module_args(wid, kubeconfig, nodes, timeout)}, f)
+    return path
+
+
 def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
     """Start one waiter; timeout (s) is the module's `timeout` and caps the polling rules."""
     os.makedirs(workdir, exist_ok=True)
@@ -154,16 +176,7 @@ def start(wid, kubeconfig, nodes, workdir, timeout, poll_tries=None):
                    ROLLOUT_TIMEOUT=str(int(timeout)), NAMESPACE="dra-driver-cpu", DAEMONSET="dra-driver-cpu")
         return Child(wid, ["bash", os.path.join(HERE, "rule2.sh")], env, REPO, workdir)
     if wid in ("module", "module_pods"):
-        args = os.path.join(workdir, f"{wid}-args.json")
-        # not_ready_nodes as the role passes it (preflight's list: every node Ready here), so the
-        # module does not list the Nodes again, as in the role's run
-        margs = {"kubeconfig": kubeconfig, "timeout": int(timeout), "wait": True, "not_ready_nodes": []}
-        if wid == "module":
-            margs["nodes"] = list(nodes)
-        else:
-            margs["namespace"] = "dra-driver-cpu"
-        with open(args, "w") as f:
-            json.dump({"ANSIBLE_MODULE_ARGS": margs}, f)
+        args = write_module_args(os.path.join(workdir, f"{wid}-args.json"), wid, kubeconfig, nodes, timeout)
         return Child(wid, [os.path.join(VENV_BIN, "python"), MODULE, args], module_env(), REPO, workdir)
     if wid == "playbook":
         vars_path = os.path.join(workdir, "playbook-vars.json")
