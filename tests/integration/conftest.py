@@ -8,7 +8,11 @@
   knobs, and `cluster.py down` at the end unless `CLUSTER_KEEP=true`. Its real-node binaries are
   built (or waited for) before the first test that uses it, outside that test's timeout.
 - `cluster_factory` (session): start extra clusters with their own state dir and knobs; each one
-  is torn down at the end of the session (or earlier with `.down()`).
+  is torn down at the end of the test module that started it (`_clusters_of_the_module`), or with
+  `shared=True` (several modules use it: reliability_lib) at the end of the session, or earlier with
+  `.down()`. An idle cluster with one real node costs about 7 % of a core (kube-apiserver 2.3,
+  controller-manager 1.6, kubelet 1.0, etcd 0.9, containerd 0.4: measured over 60 s, 2026-12-05),
+  and a session's worth of them left up took that from the other lane of `make test`.
 - the `late_build(what)` mark (late_builds.py): such tests run last, in the Makefile's build order,
   after their binary is built or waited for, outside their timeout.
 - the `needs_build(what)` mark: the same wait outside the timeout, but the test keeps its place and
@@ -203,23 +207,12 @@ def cluster():
         c.down()
 
 
-@pytest.fixture(scope="session")
-def cluster_factory():
-    """cluster_factory(name, **knobs) -> Cluster in its own state dir (a temp dir), down at session end
-    (all of them at once)."""
-    started = []
-    base = tempfile.mkdtemp(prefix="dracpu-clusters-")
+_FACTORY = {"started": [], "failed": False}   # cluster_factory's clusters still up: (Cluster, shared)
 
-    def make(name, **knobs):
-        env = dict(os.environ)
-        env.pop("CLUSTER_NODE_CIDR", None)
-        env.update({k: (json.dumps(v) if isinstance(v, (dict, list)) else str(v)) for k, v in knobs.items()})
-        c, _ = start_cluster(os.path.join(base, name), env=env)
-        started.append(c)
-        return c
 
-    yield make
-
+def _down_all(clusters):
+    """`down` for each of `clusters` at once (each has its own processes, network namespaces and
+    ports); a failure is printed and keeps the session's cluster logs, the others go down all the same."""
     def down(c):
         try:
             c.down()
@@ -227,12 +220,45 @@ def cluster_factory():
         except Exception as e:  # noqa: BLE001 -- tear the others down all the same
             return f"cluster down failed for {c.state_dir}: {e}"
 
-    # all at once: each cluster has its own processes, network namespace (its real nodes' too) and
-    # ports, so a session does not wait for one down after the other
-    with ThreadPoolExecutor(max_workers=max(1, len(started))) as pool:
-        errors = [e for e in pool.map(down, started) if e]
+    if not clusters:
+        return
+    with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+        errors = [e for e in pool.map(down, clusters) if e]
     for e in errors:
         print(e, file=sys.stderr)
-    failed = bool(errors)
-    if not failed and os.environ.get("CLUSTER_KEEP") != "true":
+    _FACTORY["failed"] |= bool(errors)
+
+
+@pytest.fixture(scope="session")
+def cluster_factory():
+    """cluster_factory(name, shared=False, **knobs) -> Cluster in its own state dir (a temp dir), down
+    at the end of its test module (shared=True: of the session)."""
+    base = tempfile.mkdtemp(prefix="dracpu-clusters-")
+
+    def make(name, shared=False, **knobs):
+        env = dict(os.environ)
+        env.pop("CLUSTER_NODE_CIDR", None)
+        env.update({k: (json.dumps(v) if isinstance(v, (dict, list)) else str(v)) for k, v in knobs.items()})
+        c, _ = start_cluster(os.path.join(base, name), env=env)
+        _FACTORY["started"].append((c, shared))
+        return c
+
+    yield make
+
+    _down_all([c for c, _ in _FACTORY["started"]])
+    _FACTORY["started"].clear()
+    if not _FACTORY["failed"] and os.environ.get("CLUSTER_KEEP") != "true":
         shutil.rmtree(base, ignore_errors=True)   # logs of clusters that went down cleanly
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _clusters_of_the_module():
+    """Takes down, when a test module ends, the clusters cluster_factory started during it (not the
+    shared ones). Autouse, so set up before and torn down after the module's own fixtures, which may
+    still use their cluster in their teardown. A module whose tests the late builds split (some run
+    last) gets its cluster again from its fixture: cluster.py up in the same state dir."""
+    before = len(_FACTORY["started"])
+    yield
+    mine = [(c, shared) for c, shared in _FACTORY["started"][before:] if not shared]
+    _FACTORY["started"][:] = [e for e in _FACTORY["started"] if e not in mine]
+    _down_all([c for c, _ in mine])

@@ -56,7 +56,8 @@ def get_cluster(cluster_factory, kind):
             knobs.update(CLUSTER_NODES="3", CLUSTER_REAL_NODES="0", CLUSTER_SIMULATE_DRIVER="false")
         else:
             knobs.update(CLUSTER_NODES="0", CLUSTER_REAL_NODES="2")
-        _CLUSTERS[kind] = cluster_factory("rel-" + kind, **knobs)
+        # shared: the three reliability modules use it, so it stays up until the session ends
+        _CLUSTERS[kind] = cluster_factory("rel-" + kind, shared=True, **knobs)
     return _CLUSTERS[kind]
 
 

@@ -112,9 +112,37 @@ def inotify_instances():
     return n
 
 
-def run_pods(env_text, cluster_cli):
+def why_not_running(core, state, name):
+    """What a pod that does not run shows: its conditions and container states, its events, and the
+    lines of its node's kubelet log (logs/real-<node>-kubelet.log) that name it, then the tail of the
+    node's containerd log."""
+    out = []
+    pod = core.read_namespaced_pod(name, "default")
+    st = pod.status
+    out.append(f"{name}: phase {st.phase}, conditions " + "; ".join(
+        f"{c.type}={c.status} {c.reason or ''} {c.message or ''}".strip() for c in st.conditions or []))
+    for cs in st.container_statuses or []:
+        out.append(f"  container {cs.name}: {cs.state}")
+    for ev in core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items:
+        out.append(f"  event {ev.type} {ev.reason} x{ev.count}: {ev.message}")
+    node = pod.spec.node_name
+    for prog, grep in (("kubelet", name), ("containerd", None)):
+        path = os.path.join(state, "logs", f"real-{node}-{prog}.log")
+        try:
+            with open(path, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            out.append(f"  {path}: {e}")
+            continue
+        picked = [ln for ln in lines if grep in ln][-25:] if grep else lines[-25:]
+        out.append(f"  {os.path.basename(path)} ({'lines naming the pod' if grep else 'tail'}):")
+        out.extend("    " + ln[:400] for ln in picked)
+    return "\n".join(out)
+
+
+def run_pods(env_text, cluster_cli, state):
     """PODS pause pods on each real node of the cluster `up` printed `env_text` for; returns once all
-    run (an AssertionError naming the pods that do not)."""
+    run (an AssertionError naming the pods that do not, with why_not_running's account of each)."""
     from kubernetes import client, config
     cfg = client.Configuration()
     config.load_kube_config(config_file=cluster_cli.parse_env(env_text)["KUBECONFIG"], client_configuration=cfg)
@@ -135,7 +163,8 @@ def run_pods(env_text, cluster_cli):
     while not_running() and time.monotonic() < deadline:
         time.sleep(0.5)
     left = not_running()
-    assert not left, f"pods not Running after 180 s: {left}"
+    assert not left, f"pods not Running after 180 s: {left}\n" + "\n".join(
+        why_not_running(core, state, n) for n in left)
 
 
 def test_real_node_clusters_start_and_stop_side_by_side_beside_a_build(cluster_cli):
@@ -156,7 +185,7 @@ def test_real_node_clusters_start_and_stop_side_by_side_beside_a_build(cluster_c
             else:
                 ups.append((k, r))
                 try:
-                    run_pods(up.stdout, cluster_cli)
+                    run_pods(up.stdout, cluster_cli, state)
                 except Exception as e:  # noqa: BLE001 -- a failure of this round, the cluster goes down all the same
                     failures.append(f"c{k} round {r + 1}: pods: {e}")
             down = cluster_cli.run(state, "down", env=env, check=False, timeout=300)
