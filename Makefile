@@ -114,9 +114,7 @@ newest: build-first         ## the newest Ansible (ansible 14 / ansible-core 2.2
 	@if [ -z "$(NEWEST_PYTHON)" ]; then \
 	  echo "newest Ansible (unit + live install): SKIPPED, no Python >= 3.12 found (set NEWEST_PYTHON=/path/to/python3.12+)"; \
 	  exit 0; fi; \
-	stamp=.venv-newest/.requirements.sha256; want=$$(sha256sum requirements-newest.txt | cut -d' ' -f1); \
-	if [ "$$(cat $$stamp 2>/dev/null)" != "$$want" ]; then \
-	  $(NEWEST_PYTHON) -m venv .venv-newest && .venv-newest/bin/pip install -q -r requirements-newest.txt && echo $$want > $$stamp; fi; \
+	hack/venv.sh .venv-newest $(NEWEST_PYTHON) requirements-newest.txt requirements.txt || exit 1; \
 	.venv-newest/bin/ansible --version | awk 'NR==1'; \
 	.venv-newest/bin/python -m pytest tests/unit -q -rs -p no:cacheprovider && \
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-newest .venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \

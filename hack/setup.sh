@@ -2,7 +2,8 @@
 # Everything a fresh machine needs, idempotent and quiet on a second run:
 #  - Debian packages the test cluster uses (docker-registry, iproute2, openssl, time, iptables, conmon,
 #    busybox-static) and shellcheck
-#  - the Python virtualenv with the pinned Ansible bundle and test tools (.venv)
+#  - the Python virtualenv with the pinned Ansible bundle and test tools (.venv, a link to the one
+#    built for these requirements in the cache: hack/venv.sh)
 #  - the collection symlink that makes the checkout importable as kubevirtci.dra_cpu
 # Knobs: PYTHON (interpreter for the venv, default python3.11 from pyenv if present),
 #        VENV (.venv), SETUP_SKIP_APT=true (no apt-get).
@@ -45,15 +46,8 @@ if [ -z "$py" ]; then
     [ -n "$cand" ] && [ -x "$cand" ] && { py=$cand; break; }
   done
 fi
-stamp="$venv/.requirements.sha256"
-want=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "creating $venv with $py ($("$py" --version))"
-  "$py" -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q -r requirements-dev.txt
-  echo "$want" > "$stamp"
-fi
+# the venv is built once per interpreter + requirements in the cache and linked here (hack/venv.sh)
+hack/venv.sh "$venv" "$py" requirements-dev.txt requirements.txt
 
 mkdir -p .collections/ansible_collections/kubevirtci
 ln -sfn ../../.. .collections/ansible_collections/kubevirtci/dra_cpu
