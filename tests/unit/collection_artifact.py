@@ -76,9 +76,12 @@ def manifest(tarball):
 
 
 def bundled_collections_root():
-    """The site-packages directory holding the `ansible` bundle's ansible_collections/."""
+    """The site-packages directory holding the `ansible` bundle's ansible_collections/, by its real
+    path: `.venv` is a link to the venv in the cache (hack/venv.sh) and the venv's console scripts
+    (ansible-galaxy, ansible-playbook) run under the real path, so their own site-packages is named so;
+    named through the link, the same directory would be a second collections root to them."""
     from ansible_collections.kubernetes import core  # pylint: disable=import-outside-toplevel
-    core_dir = list(core.__path__)[0]
+    core_dir = os.path.realpath(list(core.__path__)[0])
     return os.path.dirname(os.path.dirname(os.path.dirname(core_dir)))
 
 
