@@ -10,7 +10,7 @@
 - `cluster_factory` (session): start extra clusters with their own state dir and knobs; each one
   is torn down at the end of the test module that started it (`_clusters_of_the_module`), or with
   `shared=True` (several modules use it: reliability_lib) at the end of the session, or earlier with
-  `.down()`. An idle cluster with one real node costs about 7 % of a core (kube-apiserver 2.3,
+  `.down()`. An idle cluster with one real node costs about 6.5 % of a core (kube-apiserver 2.3,
   controller-manager 1.6, kubelet 1.0, etcd 0.9, containerd 0.4: measured over 60 s, 2026-12-05),
   and a session's worth of them left up took that from the other lane of `make test`.
 - the `late_build(what)` mark (late_builds.py): such tests run last, in the Makefile's build order,
