@@ -20,6 +20,8 @@ import time
 import pytest
 import yaml
 
+from cluster_reset import helm  # noqa: F401 -- the suite's helm, shared with the set-up step
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BIN = os.path.dirname(sys.executable)
@@ -80,17 +82,6 @@ def cluster_py(cluster, *args, timeout=300):
     return subprocess.run([sys.executable, os.path.join(REPO, "tests", "cluster", "cluster.py"), *args],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           timeout=timeout, check=True)
-
-
-def helm(cluster, *args, check=True, timeout=300):
-    env = cluster.run_env(HELM_CONFIG_HOME=os.path.join(cluster.state_dir, "helm", "config"),
-                          HELM_CACHE_HOME=os.path.join(cluster.state_dir, "helm", "cache"),
-                          HELM_DATA_HOME=os.path.join(cluster.state_dir, "helm", "data"))
-    cmd = [cluster.env["CLUSTER_HELM_BINARY"], "--kubeconfig", cluster.kubeconfig, *args]
-    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    if check and r.returncode:
-        raise AssertionError(f"helm {' '.join(args)} failed: {r.stderr}")
-    return r
 
 
 # ------------------------------------------------------------------------------------------ slices

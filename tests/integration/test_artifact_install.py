@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 from ansible_run import BIN, REPO, PlaybookResult, cluster_vars
+from cluster_reset import remove_driver
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -107,8 +108,7 @@ def test_artifact_resolves_to_the_installed_copy_only(cluster, user):
 
 
 def test_install_playbook_of_the_installed_collection(cluster, user):
-    uninstall = user_run(cluster, user, "kubevirtci.dra_cpu.uninstall")
-    assert uninstall.rc == 0, uninstall
+    remove_driver(cluster)
     r = user_run(cluster, user, "kubevirtci.dra_cpu.install")
     assert r.rc == 0, r
     assert_ran_from_the_installed_copy(r, user)

@@ -5,6 +5,7 @@ test cluster's registry under a path of their own (so no other test and no `clus
 them): the 0.2.0 chart (only `args.*`) as 0.3.5, the 0.3.0 chart (`driverConfig`) as 0.2.5. The
 version-number rule would map both wrongly; reading the chart maps both right, and the driver
 (a real kubelet plugin on the session cluster's real node) honours the reserved CPUs: 4 + 6 allocatable, not 6 + 6.
+Each test starts from an empty cluster (cluster_reset.remove_driver; the uninstall has tests of its own).
 """
 import os
 import shutil
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from ansible_run import run_playbook
+from cluster_reset import remove_driver
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -44,11 +46,6 @@ def charts(cluster, tmp_path_factory):
     return f"oci://{cluster.env['CLUSTER_REGISTRY']}/{TEST_REPO}/dra-driver-cpu"
 
 
-def uninstall(cluster):
-    r = run_playbook(cluster, "uninstall")
-    assert r.rc == 0, r
-
-
 def install(cluster, chart, version, **extra):
     extra.update(dra_cpu_chart=chart, dra_cpu_chart_version=version)
     return run_playbook(cluster, "install", extra_vars=extra)
@@ -72,7 +69,7 @@ def release_report(r):
 
 
 def test_args_only_chart_versioned_035_gets_args(cluster, charts):
-    uninstall(cluster)
+    remove_driver(cluster)
     r = install(cluster, charts, "0.3.5", dra_cpu_reserved_cpus="0-1")
     assert r.rc == 0, r
     layout = r.result("Map the settings onto the values of chart")
@@ -86,7 +83,7 @@ def test_args_only_chart_versioned_035_gets_args(cluster, charts):
 
 
 def test_driver_config_chart_versioned_025_gets_driver_config(cluster, charts):
-    uninstall(cluster)
+    remove_driver(cluster)
     r = install(cluster, charts, "0.2.5", dra_cpu_reserved_cpus="0-1", dra_cpu_group_by="numanode")
     assert r.rc == 0, r
     layout = r.result("Map the settings onto the values of chart")
@@ -99,7 +96,7 @@ def test_driver_config_chart_versioned_025_gets_driver_config(cluster, charts):
 
 
 def test_unusable_image_fails_before_any_write(cluster, charts):
-    uninstall(cluster)
+    remove_driver(cluster)
     r = install(cluster, charts, "0.3.5", dra_cpu_image="registry.example/dra-driver-cpu@sha256:" + "0" * 64)
     assert r.rc != 0
     msg = " ".join(r.failure_messages())
@@ -111,7 +108,7 @@ def test_unusable_image_fails_before_any_write(cluster, charts):
 def test_node_selector_only_where_the_chart_has_it_020(cluster):
     """0.2.0 has no nodeSelector value: a nodeSelector in dra_cpu_chart_values matches no node, but
     the DaemonSet ignores it and covers real01, and so does preflight's eligible-nodes count."""
-    uninstall(cluster)
+    remove_driver(cluster)
     selector = {"nodeSelector": {"example.org/no-such-label": "x"}}
     r = run_playbook(cluster, "install", extra_vars={"dra_cpu_chart_version": "0.2.0",
                                                      "dra_cpu_chart_values": selector})

@@ -21,6 +21,7 @@ import time
 import pytest
 
 from ansible_run import REPO, run_playbook
+from cluster_reset import remove_driver
 from test_artifact_install import artifact
 
 pytestmark = pytest.mark.timeout(1500)
@@ -55,10 +56,10 @@ def kubevirtci_host(cluster, base):
 @pytest.fixture(scope="module")
 def host(cluster, tmp_path_factory):
     home, config, env, args = kubevirtci_host(cluster, tmp_path_factory.mktemp("kubevirtci-host"))
-    assert run_playbook(cluster, "uninstall").rc == 0
+    remove_driver(cluster)
     yield {"home": home, "config": config, "env": env, "args": args, "tools": config / ".tools",
            "since": time.time()}
-    assert run_playbook(cluster, "uninstall").rc == 0
+    remove_driver(cluster)
 
 
 def start(host, **env):

@@ -4,8 +4,9 @@ Tests in this module run in order and share the cluster; each one states the clu
 needs first (installed / not installed), so a failure in one does not cascade into false passes.
 
 Nodes: the session cluster's real node, real01 (a real kubelet + containerd; the driver a real
-kubelet plugin): every uninstall here waits for the kubelet to wipe the driver's slices, about 30 s
-after the plugin unregisters, as on a real cluster.
+kubelet plugin): the role's uninstall waits for the kubelet to wipe the driver's slices, about 30 s
+after the plugin unregisters, as on a real cluster; the tests of the uninstall run it, the others
+start from an empty cluster through cluster_reset.remove_driver (the same end state in seconds).
 """
 import hashlib
 import http.server
@@ -18,6 +19,7 @@ import threading
 import pytest
 
 from ansible_run import REPO, run_playbook
+from cluster_reset import remove_driver
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -68,7 +70,7 @@ def cells(topology, node="real01"):
 
 @pytest.mark.parametrize("flag", [None, "false", "TRUE", "1"])
 def test_gate_off_changes_nothing(cluster, flag):
-    uninstall(cluster)
+    remove_driver(cluster)
     before = objects(cluster)
     r = run_playbook(cluster, "install", use_dra_cpu=flag)
     assert r.rc == 0, r
@@ -90,7 +92,7 @@ def test_gate_off_says_why_once_and_every_stage_is_skipped(cluster):
 
 
 def test_check_mode_on_empty_cluster_creates_nothing(cluster):
-    uninstall(cluster)
+    remove_driver(cluster)
     before = objects(cluster)
     r = run_playbook(cluster, "install", check=True)
     assert r.rc == 0, r
@@ -141,13 +143,13 @@ def assert_short_noop_output(cluster):
 def test_a_first_install_prints_at_most_60_lines(cluster):
     """issue 16: a first install with the default callback prints at most 60 lines (the namespace
     line joins the report; nothing else is added)."""
-    uninstall(cluster)
+    remove_driver(cluster)
     out = plain_install(cluster)
     assert len(out) <= 60, "\n".join(out)
 
 
 def test_install_defaults_reports_the_sizing_rule_and_is_idempotent(cluster):
-    uninstall(cluster)
+    remove_driver(cluster)
     r = install(cluster)
     topo = r.fact("dra_cpu_topology")
     assert topo is not None, r
@@ -249,7 +251,7 @@ def test_upgrade_from_chart_02_with_new_reserved_cpus_reports_the_updated_pool(c
     """The new driver's ResourceSlice controller (k8s.io/dynamic-resource-allocation syncPool)
     updates the one slice of the pool in place and keeps its generation (no slice added, one
     changed), so the generation says nothing about freshness: the answer must still be the new one."""
-    uninstall(cluster)
+    remove_driver(cluster)
     old = install(cluster, dra_cpu_chart_version="0.2.0").fact("dra_cpu_topology")
     assert cells(old) == [(0, 4), (1, 6)]
     gen = old["nodes"]["real01"]["pool_generation"]
@@ -266,7 +268,7 @@ def _serve(directory):
 
 
 def test_helm_is_downloaded_verified_and_cached(cluster, tmp_path):
-    uninstall(cluster)
+    remove_driver(cluster)
     cache = tmp_path / "helm-cache"
     first = install(cluster, dra_cpu_helm_cache_dir=str(cache))
     downloads = [n for n in first.changed_tasks() if "ownload" in n]
@@ -278,7 +280,7 @@ def test_helm_is_downloaded_verified_and_cached(cluster, tmp_path):
 
 
 def test_tampered_helm_tarball_is_refused_and_nothing_installed(cluster, tmp_path):
-    uninstall(cluster)
+    remove_driver(cluster)
     version = cluster.env["CLUSTER_HELM_VERSION"]
     name = f"helm-{version}-linux-amd64.tar.gz"
     mirror = tmp_path / "mirror"
@@ -332,7 +334,7 @@ def test_uninstall_is_idempotent_and_spares_other_drivers(cluster):
 
 def test_uninstall_keeps_a_namespace_it_did_not_create(cluster):
     from kubernetes import client
-    uninstall(cluster)
+    remove_driver(cluster)
     core = client.CoreV1Api(cluster.api_client)
     core.create_namespace({"metadata": {"name": NS}})
     try:
@@ -465,7 +467,7 @@ def test_name_overrides_do_not_hide_the_driver_pods(cluster):
     the driver pods are still found through the release's DaemonSet and its selector."""
     from kubernetes import client
     values = {"nameOverride": "cpudrv", "fullnameOverride": "my-cpu-driver"}
-    uninstall(cluster)
+    remove_driver(cluster)
     try:
         r = install(cluster, dra_cpu_chart_values=values)
         ds = client.AppsV1Api(cluster.api_client).read_namespaced_daemon_set("my-cpu-driver", NS)
@@ -475,4 +477,4 @@ def test_name_overrides_do_not_hide_the_driver_pods(cluster):
         v = run_playbook(cluster, "verify", extra_vars={"dra_cpu_chart_values": values})
         assert v.rc == 0, v
     finally:
-        uninstall(cluster)
+        remove_driver(cluster)
