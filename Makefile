@@ -88,7 +88,7 @@ integration: build-first    ## pytest against the hermetic test clusters (brings
 # `make test` splits `integration` over its two lanes (clusters with real nodes run side by side):
 # the real-node tests in the first lane before molecule (on a new machine their binaries are built
 # right after the first cluster's, while molecule's 1.37 scenario waits for 1.37.2), the others in
-# the second after lint and newest (the lanes balanced on the fresh-clone runs' stage times)
+# the second after lint, sanity and newest (the lanes balanced on the fresh-clone runs' stage times)
 integration-real-nodes: build-first ## the integration tests on real nodes only (late_build("real-node"))
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration-real $(INTEGRATION_PYTEST) --real-nodes=only
 
@@ -120,9 +120,9 @@ newest: build-first         ## the newest Ansible (ansible 14 / ansible-core 2.2
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-newest .venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \
 	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
 
-test: deps                  ## everything CI runs, in two lanes side by side (unit, sanity, the real-node integration tests and molecule | lint, newest and the other integration tests), with each stage's wall time at the end; the binaries build behind the stages
+test: deps                  ## everything CI runs, in two lanes side by side (unit, the real-node integration tests and molecule | lint, sanity, newest and the other integration tests), with each stage's wall time at the end; the binaries build behind the stages
 	@hack/build_behind.sh start
-	@trap 'hack/build_behind.sh stop' EXIT; hack/stages.sh unit sanity integration-real-nodes molecule --lane lint newest integration-others
+	@trap 'hack/build_behind.sh stop' EXIT; hack/stages.sh unit integration-real-nodes molecule --lane lint sanity newest integration-others
 
 check: deps                 ## quick feedback: unit + sanity + lint (no cluster)
 	@hack/stages.sh unit sanity lint

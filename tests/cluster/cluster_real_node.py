@@ -52,6 +52,12 @@ from cluster_state import (
 
 TAINT = {"key": "dra-cpu.kubevirtci.io/real-node", "value": "true", "effect": "NoExecute"}
 CGROUP_V1 = "/sys/fs/cgroup"
+# How long a node's runtime may take to make its socket, and the node to turn Ready: generous, for a
+# start in an I/O stall. Seen in a fresh-clone `make test` (2026-12-05): CRI-O wrote its first log
+# line 41 s after run.sh started it and had no socket after the 60 s then allowed, while both lanes
+# waited on the disk (PSI io "full" 42 % over 5 min; the same start takes seconds on an idle machine).
+SOCKET_WAIT = 180
+READY_WAIT = 240
 
 
 def node_names(settings):
@@ -279,7 +285,7 @@ while [ ! -S {sock} ]; do
     rc=0; wait $cpid || rc=$?
     say "{rt} exited with status $rc before its socket appeared"; exit 1
   fi
-  i=$((i+1)); if [ $i -ge 600 ]; then say "no {rt} socket after 60 s"; kill -TERM $cpid; exit 1; fi
+  i=$((i+1)); if [ $i -ge {SOCKET_WAIT * 10} ]; then say "no {rt} socket after {SOCKET_WAIT} s"; kill -TERM $cpid; exit 1; fi
   sleep 0.1
 done
 {dirs['kubelet']}/kubelet --config={nd}/kubelet.yaml --kubeconfig={nd}/kubeconfig --root-dir=/var/lib/kubelet \\
@@ -339,7 +345,7 @@ def start_real_nodes(info, settings, tokens):
         write_file(p("real-nodes.json"), json.dumps(state, indent=1))
         comps.append(comp)
     for name in names:
-        wait_for(f"real node {name} Ready", lambda: _node_ready(info, name), 120, interval=0.5, proc=f"real-{name}",
+        wait_for(f"real node {name} Ready", lambda: _node_ready(info, name), READY_WAIT, interval=0.5, proc=f"real-{name}",
                  logs=node_logs(name, specs[name]["runtime"]))
     comps.append(start_kube_proxy(dirs, info, names[0], ns_ip(info)))
     log(f"{len(names)} real node(s) Ready in {time.monotonic() - t0:.1f}s: "
