@@ -230,6 +230,13 @@ def test_the_v02_driver_writes_no_metadata_so_verify_fails_unless_accepted(mixed
 
         r = run_playbook(mixed, "install", extra_vars=dict(EVERY_NODE, dra_cpu_cpu_device_mode="individual"))
         assert r.rc == 0, r
+        # v0.2.0 -> main in the same mode: the pool keeps its shape and sizes (what the install waits
+        # for), and main's resourceslice controller adds the standard attribute in place a moment after
+        # its pod is Ready (syncPool keeps the generation), so until then the slices are v0.2.0's and
+        # verify rightly picks dra.cpu/numaNodeID (main publishes it too). A cached run saw that moment.
+        wait("main's slices with resource.kubernetes.io/numaNode", lambda: all(
+            "resource.kubernetes.io/numaNode" in (d.get("attributes") or {})
+            for s in real_slices(mixed) for d in s["spec"].get("devices") or []) and real_slices(mixed), timeout=60)
         with taint_simulated(mixed):
             ok = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
             assert ok.rc == 0, ok
