@@ -5,7 +5,7 @@ state dir) and `remove_driver()`, the set-up step of tests that need an empty cl
 test the uninstall itself. The role's uninstall (playbooks/uninstall.yml) waits, as it must, until
 the kubelet wipes the driver's ResourceSlices, about 30 s after the plugin unregisters (the
 kubelet's wiping delay), polling with `kubernetes.core.k8s_info`: about 45 s and 25 CPU-seconds per
-uninstall, measured. Here the same end state takes about 7 s and well under one CPU-second: `helm
+uninstall, measured. Here the same end state takes about 7 s (two helm calls and a few API calls): `helm
 uninstall`, the driver pods gone (the kubelet has stopped the plugin), then the slices deleted
 (what the kubelet's wipe would do later) and the namespace deleted and gone. The uninstall playbook
 keeps its own tests (test_role_install.py's uninstall tests, the molecule scenarios' cleanup, the

@@ -188,6 +188,13 @@ def test_new_reserved_cpus_update_the_real_pool_in_place(mixed, installed):
     assert after[0]["metadata"]["resourceVersion"] != before[0]["metadata"]["resourceVersion"]
 
 
+def standard_numa_everywhere(slices):
+    """The slices when every device in them has main's resource.kubernetes.io/numaNode, else None."""
+    devices = [d for s in slices for d in s["spec"].get("devices") or []]
+    return slices if devices and all("resource.kubernetes.io/numaNode" in (d.get("attributes") or {})
+                                     for d in devices) else None
+
+
 def verify_text(r):
     return " ".join(str(res.get("msg", "")) for _, res in r.tasks())
 
@@ -234,9 +241,8 @@ def test_the_v02_driver_writes_no_metadata_so_verify_fails_unless_accepted(mixed
         # for), and main's resourceslice controller adds the standard attribute in place a moment after
         # its pod is Ready (syncPool keeps the generation), so until then the slices are v0.2.0's and
         # verify rightly picks dra.cpu/numaNodeID (main publishes it too). A cached run saw that moment.
-        wait("main's slices with resource.kubernetes.io/numaNode", lambda: all(
-            "resource.kubernetes.io/numaNode" in (d.get("attributes") or {})
-            for s in real_slices(mixed) for d in s["spec"].get("devices") or []) and real_slices(mixed), timeout=60)
+        wait("main's slices with resource.kubernetes.io/numaNode", lambda: standard_numa_everywhere(real_slices(mixed)),
+             timeout=60)
         with taint_simulated(mixed):
             ok = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
             assert ok.rc == 0, ok
