@@ -17,7 +17,7 @@ teardowns per stop) running STRESS_PODS pods each (default 1: their
 shims outlive the kubelet at a teardown, and every container start makes namespaces of its own,
 as the suite's clusters with the driver and verify pods do), up and down STRESS_ROUNDS times
 (default 5), staggered so that starts meet teardowns, while `go build -a` of the test driver runs
-at nice 19 in a loop (issue 30's failure came beside the build behind at nice 19: the CPUs never
+at nice 19 in a loop (issue 30's failure came beside the build behind when it ran at nice 19: the CPUs never
 idle, yet the build takes only what the stages leave; one such build costs about 390 CPU-seconds,
 measured, which at nice 5 it took from the other lane of `make test`), or, while `make test`'s build
 behind compiles (a new machine, nice 5), that build instead of a second one. Every `cluster.py up` must bring its nodes Ready,
