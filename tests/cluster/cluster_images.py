@@ -74,8 +74,14 @@ def _one_file_layer(src, arcname, layer):
 
 
 def _push(crane, layer, ref, *mutate):
-    run([crane, "append", "--insecure", "-f", layer, "-t", ref])
-    run([crane, "mutate", "--insecure", "--set-platform", "linux/amd64", *mutate, ref])
+    """Pushes `layer` as `ref` with the mutations: appended under a staging tag, mutated into `ref` in
+    one push, so `ref` never names the image without them. Every cluster's registry shares one storage
+    (cluster_registry_charts.registry_config): appending to `ref` itself let a node of another cluster,
+    starting meanwhile, pull a pause image with no entrypoint ("invalid empty entrypoint and cmd in
+    image config", the stress test's run of 4a028c1)."""
+    staging = f"{ref}-unmutated"
+    run([crane, "append", "--insecure", "-f", layer, "-t", staging])
+    run([crane, "mutate", "--insecure", "--set-platform", "linux/amd64", *mutate, "-t", ref, staging])
 
 
 def push_pause(dirs, registry):
