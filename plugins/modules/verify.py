@@ -8,37 +8,47 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: verify
-short_description: Prove that a KubeVirt-shaped dra.cpu claim is allocatable and gives virt-launcher what it reads
+short_description: Prove that the claim KubeVirt synthesizes for a VM is allocated, prepared and pinned as virt-launcher reads it
 version_added: 0.1.0
 author:
   - kubevirtci developers (!UNKNOWN)
 description:
-  - The verify stage in one call (C(playbooks/verify.yml)). Waits, as the role's topology stage does,
-    until every node running the driver (the pods of the DaemonSets of helm release O(release_name) in
-    O(driver_namespace)) has published a complete pool of C(dra.cpu) ResourceSlices.
-  - "Sizes the claim: for a VM (O(vm_vcpus) > 0) by KubeVirt's formula, C(hostCPUs = vCPUs + IO threads +
-    emulator-thread CPUs) (1 with O(vm_isolate_emulator_thread), 2 with O(vm_even_parity) when vCPUs + IO
-    threads is even); else O(cpus); else the largest NUMA-aligned claim the driver publishes
-    (C(max_vm_host_cpus))."
-  - "Creates a ResourceClaim shaped as KubeVirt's (request C(req-cpu), device class C(dra.cpu)): in grouped
-    mode one device with a C(dra.cpu/cpu) capacity request; in individual mode a C(count) of CPU devices
-    kept on one NUMA node by a C(matchAttribute) constraint on C(resource.kubernetes.io/numaNode), or on
-    C(dra.cpu/numaNodeID) when the published devices do not all carry the standard attribute. Then a pod
-    shaped as a VM's launcher pod: its container C(compute) holds the claim, with CPU requests = limits =
-    the claim's CPUs (Guaranteed QoS), and no tolerations but O(tolerations)."
-  - "The container prints what KubeVirt's virt-launcher reads: the KEP-5304 device metadata file
-    (C(/var/run/kubernetes.io/dra-device-attributes/resourceclaims/<claim>/req-cpu/dra.cpu-metadata.json)),
-    the CPUs the kernel confines it to (C(Cpus_allowed_list)), the online CPUs and the C(DRA_CPUSET_*)
-    variable the driver passes; it is read from the pod's log. The driver's own pinning is read from its
-    log (as M(kubevirtci.dra_cpu.pinned_cpus))."
-  - "It fails unless the metadata names the claim's allocated devices, one NUMA node and the claim's CPUs
-    (C(dra.cpu/allocatedNumCPUs) in grouped mode, one device per CPU in individual mode);
-    C(DRA_CPUSET_<claim uid>) holds the claim's CPUs and, when the driver logged its pinning, those CPUs;
-    and the container runs on exactly those CPUs. When those CPUs are not CPUs of the kernel (the driver
-    reads a sysfs overlay or simulated hardware) the container's CPUs are reported, not compared."
-  - "A driver that writes no metadata (dra-driver-cpu v0.2.0) fails: KubeVirt's virt-launcher fails such
-    a VM. O(allow_missing_metadata) accepts it."
-  - Test objects of an earlier run are deleted first; the pod and the claim are deleted at the end whatever
+  - The verify stage in one call (C(playbooks/verify.yml)), per KubeVirt's C(CPUsWithDRA) design as merged
+    (VEP 152). Waits, as the role's topology stage does, until every node running the driver (the pods of the
+    DaemonSets of helm release O(release_name) in O(driver_namespace)) has published a complete pool of
+    C(dra.cpu) ResourceSlices.
+  - "Stands for a VMI O(name) with C(dedicatedCpuPlacement: true): its CPU fields are O(vm_cores),
+    O(vm_sockets), O(vm_threads), O(vm_io_threads), O(vm_isolate_emulator_thread) and O(vm_even_parity);
+    without O(vm_cores) (or O(cpus)) it is the largest VM of that shape that fits the largest claim the driver
+    publishes (C(max_vm_host_cpus)). Its claim holds KubeVirt's C(hostCPUs = cores x sockets x threads + IO
+    threads + emulator-thread CPUs) (1 with O(vm_isolate_emulator_thread), 2 with O(vm_even_parity) when
+    vCPUs + IO threads is even)."
+  - "Renders what virt-controller renders: ResourceClaim C(<name>-cpu) with one request C(cpu) of device
+    class C(dra.cpu) asking for C(dra.cpu/cpu: <hostCPUs>) (no selector, no count), and pod
+    C(virt-launcher-<name>) whose container C(compute) holds it as pod claim C(cpu-dra), with CPU requests =
+    limits = hostCPUs (alpha, Guaranteed QoS), no tolerations but O(tolerations). When the driver publishes
+    KEP-5517 node-allocatable mappings (C(dra_cpu_topology.node_allocatable_mapping)), the pod is claim-only
+    (a C(1m) CPU request = limit for the QoS class): verify then checks that
+    C(status.nodeAllocatableResourceClaimStatuses) names the claim with its CPUs and that a pod asking for
+    what the node has left when the claim is not counted stays Unschedulable beside it."
+  - "Reads from inside C(compute) what virt-launcher reads: C(DRA_CPUSET_<claim uid>), the CPUs the kernel
+    confines the container to (C(Cpus_allowed_list), the cgroup's effective cpuset), each NUMA node's CPUs
+    and each CPU's socket as the container sees them, and the KEP-5304 device metadata file where the driver
+    writes one. The driver's own pinning is read from its log (as M(kubevirtci.dra_cpu.pinned_cpus))."
+  - "Fails unless C(DRA_CPUSET_<claim uid>) is a CPU list of hostCPUs (and, when the driver logged its
+    pinning, those CPUs); wherever those CPUs are the kernel's, the container runs on exactly them, inside the
+    allocated device's NUMA node (or socket). When they are not the kernel's (a sysfs overlay, simulated
+    hardware) the container's CPUs are reported, not compared. A driver without C(DRA_CPUSET_*) fails:
+    virt-launcher would run the VM on the container's cgroup cpuset without C(vcpupin);
+    O(allow_missing_dra_cpuset) accepts it."
+  - "The KEP-5304 metadata is not part of KubeVirt's CPU contract: it is reported when present (device, NUMA
+    node, C(dra.cpu/allocatedNumCPUs)), never required unless O(require_metadata)."
+  - "In individual mode it fails before creating anything: KubeVirt synthesizes grouped claims only, and
+    upstream is deprecating individual mode. O(individual_claim) proves instead a count of CPU devices kept
+    on one NUMA node (C(matchAttribute) on C(resource.kubernetes.io/numaNode), or C(dra.cpu/numaNodeID) when
+    the published devices do not all carry the standard attribute): what a VMI's C(spec.resourceClaims)
+    escape hatch would reference."
+  - Test objects of an earlier run are deleted first; the pods and the claim are deleted at the end whatever
     happened, and their deletion is waited for. Nothing is left, so it never reports a change. In check mode
     it only reads the topology and says what it would create.
 extends_documentation_fragment:
@@ -46,7 +56,7 @@ extends_documentation_fragment:
   - kubevirtci.dra_cpu.read_only.cluster
 options:
   name:
-    description: Name of the test claim and pod.
+    description: Name of the VMI verify stands for; the claim is C(<name>-cpu), the pod C(virt-launcher-<name>).
     type: str
     default: dra-cpu-verify
   namespace:
@@ -62,23 +72,34 @@ options:
     type: str
     default: dra-driver-cpu
   cpus:
-    description: CPUs of the claim; 0 lets O(vm_vcpus) or the topology decide. Not with O(vm_vcpus).
+    description: Host CPUs of the claim (a VMI of that many cores and nothing else); 0 lets the VM's fields or the topology decide. Not with any O(vm_cores) etc.
     type: int
     default: 0
+  vm_cores:
+    description: The VM's C(spec.domain.cpu.cores); 0 sizes the VM as the largest that fits.
+    type: int
+    default: 0
+  vm_sockets:
+    description: The VM's C(spec.domain.cpu.sockets).
+    type: int
+    default: 1
+  vm_threads:
+    description: The VM's C(spec.domain.cpu.threads).
+    type: int
+    default: 1
   vm_vcpus:
-    description: Size the claim for a VM of this many vCPUs (cores x sockets x threads); 0 = no VM.
+    description: Deprecated, use O(vm_cores) (the same on one socket and thread).
     type: int
-    default: 0
   vm_io_threads:
-    description: The VM's C(ioThreads.supplementalPoolThreadCount); needs O(vm_vcpus).
+    description: The VM's C(ioThreads.supplementalPoolThreadCount), one host CPU each.
     type: int
     default: 0
   vm_isolate_emulator_thread:
-    description: The VM's C(isolateEmulatorThread); needs O(vm_vcpus).
+    description: The VM's C(isolateEmulatorThread).
     type: bool
     default: false
   vm_even_parity:
-    description: The KubeVirt CR asks for even parity (C(AlignCPUs), C(alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity)); needs O(vm_vcpus).
+    description: The KubeVirt CR asks for even parity (C(AlignCPUs), C(alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity)).
     type: bool
     default: false
   image:
@@ -89,16 +110,27 @@ options:
     type: str
     default: registry.k8s.io/e2e-test-images/busybox:1.37.0-1
   tolerations:
-    description: Tolerations of the test pod.
+    description: Tolerations of the test pods.
     type: list
     elements: dict
     default: []
+  require_metadata:
+    description: Fail unless the driver writes KEP-5304 device metadata that names the claim's device, one NUMA node and its CPUs (for consumers that read it, such as KubeVirt's GPU/host-device paths).
+    type: bool
+    default: false
   allow_missing_metadata:
-    description: Accept a driver that writes no KEP-5304 device metadata (reported, not failed).
+    description: Deprecated and without effect; verify no longer requires the metadata (see O(require_metadata)).
+    type: bool
+  allow_missing_dra_cpuset:
+    description: Accept a driver that injects no C(DRA_CPUSET_<claim uid>) (reported, not failed).
+    type: bool
+    default: false
+  individual_claim:
+    description: In individual mode, prove a NUMA-aligned count claim (the C(spec.resourceClaims) escape hatch) instead of failing.
     type: bool
     default: false
   timeout:
-    description: Seconds to wait for the allocation, for the pod's readout, and for each deletion.
+    description: Seconds to wait for the allocation, for the pod's readout, for the probe, and for each deletion.
     type: int
     default: 120
   topology_timeout:
@@ -115,9 +147,9 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Prove a claim for a 4-vCPU VM with an isolated emulator thread
+- name: Prove the claim of a 4-core VM with an isolated emulator thread
   kubevirtci.dra_cpu.verify:
-    vm_vcpus: 4
+    vm_cores: 4
     vm_isolate_emulator_thread: true
   register: verified
 
@@ -128,30 +160,48 @@ EXAMPLES = r"""
 
 RETURN = r"""
 cpus:
-  description: CPUs of the claim.
+  description: Host CPUs of the claim (KubeVirt's hostCPUs).
   returned: always
   type: int
   sample: 5
+vmi:
+  description: The VMI verify stands for, C({name, cores, sockets, threads, vcpus, io_threads, isolate_emulator_thread, even_parity, emulator_thread_cpus, host_cpus, sized_by}).
+  returned: after the topology was read
+  type: dict
 sizing:
-  description: How the size was decided (a VM by KubeVirt's formula, O(cpus), or the topology's largest claim).
-  returned: always
+  description: The report's line for the VMI and hostCPUs' breakdown.
+  returned: after the topology was read
   type: str
-  sample: "claim sized for a VM by KubeVirt's formula (...): 4 vCPUs + 1 for the isolated emulator thread = 5 host CPUs"
+  sample: "VMI default/dra-cpu-verify (dedicatedCpuPlacement), as given (dra_cpu_verify_vm_cores): hostCPUs = 4 vCPUs (cores 4 x sockets 1 x threads 1) + 1 for the isolated emulator thread = 5"
+claim_name:
+  description: The claim's name, C(<name>-cpu).
+  returned: after the topology was read
+  type: str
+  sample: dra-cpu-verify-cpu
+pod_name:
+  description: The launcher pod's name, C(virt-launcher-<name>).
+  returned: after the topology was read
+  type: str
+  sample: virt-launcher-dra-cpu-verify
+claim_only:
+  description: Whether the pod is claim-only (KEP-5517 node-allocatable mappings published).
+  returned: after the topology was read
+  type: bool
 mode:
   description: The driver's device mode (grouped or individual).
-  returned: always
+  returned: after the topology was read
   type: str
   sample: grouped
 numa_attribute:
-  description: Individual mode, the attribute of the C(matchAttribute) constraint (null when none).
-  returned: always
+  description: Individual mode's escape hatch, the attribute of the C(matchAttribute) constraint (null otherwise).
+  returned: after the topology was read
   type: str
   sample: resource.kubernetes.io/numaNode
 metadata_file:
-  description: Where the container reads the device metadata (KubeVirt's path).
-  returned: always
+  description: Where the container reads the KEP-5304 device metadata.
+  returned: after the topology was read
   type: str
-  sample: /var/run/kubernetes.io/dra-device-attributes/resourceclaims/dra-cpu-verify/req-cpu/dra.cpu-metadata.json
+  sample: /var/run/kubernetes.io/dra-device-attributes/resourceclaims/dra-cpu-verify-cpu/cpu/dra.cpu-metadata.json
 passed:
   description: Whether the claim was proven.
   returned: always
@@ -170,8 +220,12 @@ node:
 readout:
   description:
     - What the container saw and the findings, C({complete, metadata, dra_cpuset, dra_cpuset_lines,
-      container_cpus, cgroup_cpus, online_cpus, cpuset_compared, pinned, problems, notes}).
+      container_cpus, cgroup_cpus, online_cpus, cpuset_compared, placement, pinned, problems, notes}).
   returned: when the pod ran
+  type: dict
+node_allocatable:
+  description: KEP-5517, C({claim_status, probe}) (the pod's status entry for the claim, the probe pod's request and outcome).
+  returned: when the pod ran claim-only
   type: dict
 claim:
   description: The ResourceClaim as last read (with its allocation).
@@ -194,7 +248,7 @@ pinned:
   returned: when the pod ran
   type: dict
 cleanup:
-  description: C([deleted]) once both test objects are gone, else the problems.
+  description: C([deleted]) once every test object is gone, else the problems.
   returned: unless in check mode
   type: list
   elements: str

@@ -18,8 +18,10 @@ GENERATED = ("MANIFEST.json", "FILES.json")
 # the type hints (issue 31 item 5) add about 6 KiB compressed; moving the harness's
 # docs/test-cluster.md out of the artifact took off more (197,488 bytes with both); verify as a stage
 # of its own (issue 29: its module, action plugin and module_utils/verify/ in place of verify_claim.yml)
-# and its documentation add about 16 KiB (203,471 bytes before it, 219,845 with it)
-MAX_BYTES = 224 * 1024
+# and its documentation add about 16 KiB (203,471 bytes before it, 219,845 with it); KubeVirt's design as
+# merged in verify (issue 37: the VMI's fields, objects.py, node_allocatable.py and their docs) about 11 KiB
+# more (230,923 bytes)
+MAX_BYTES = 240 * 1024
 # Projects the documents may link to that are not this collection
 OTHER_PROJECTS = {
     "kubernetes-sigs/dra-driver-cpu", "kubernetes/kubernetes", "kubernetes/enhancements",

@@ -136,7 +136,8 @@ def finish(result: dict[str, Any], params: dict[str, Any], no_log_values: set[st
     result = dict(result)
     result.setdefault("invocation", {"module_args": params})
     if warnings:
-        result["warnings"] = list(warnings)
+        # the run's own warnings first, then the argument spec's and the client's
+        result["warnings"] = list(result.get("warnings") or []) + list(warnings)
     if deprecations:
         result["deprecations"] = list(deprecations)
     kept = {}

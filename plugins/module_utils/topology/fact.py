@@ -140,7 +140,7 @@ def device_capacity(device: dict[str, Any], driver: str = DEFAULT_DRIVER) -> int
 # --------------------------------------------------------------------------- topology
 
 
-def _group_of(device: dict[str, Any], driver: str) -> tuple[str, int]:
+def group_of(device: dict[str, Any], driver: str) -> tuple[str, int]:
     """(group_by, cell_id) of a grouped-mode device."""
     name = device.get("name") or ""
     for pattern, group in _GROUP_NAMES:
@@ -165,7 +165,7 @@ def _group_of(device: dict[str, Any], driver: str) -> tuple[str, int]:
     return MACHINE, 0
 
 
-def _numa_of(device: dict[str, Any], driver: str) -> int:
+def numa_of(device: dict[str, Any], driver: str) -> int:
     for attr, domain in (("numaNodeID", driver), ("numaNode", "dra.net"),
                          ("numaNode", "resource.kubernetes.io")):
         value = device_attribute(device, attr, domain)
@@ -198,7 +198,7 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
         mode = GROUPED
         groups = set()
         for device in grouped:
-            group, cell_id = _group_of(device, driver)
+            group, cell_id = group_of(device, driver)
             groups.add(group)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
             cell["devices"].append(device.get("name"))
@@ -212,7 +212,7 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
         group_by = NUMANODE
         cpu_ids: dict[int, list[int]] = {}
         for device in devices:
-            cell_id = _numa_of(device, driver)
+            cell_id = numa_of(device, driver)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
             cell["devices"].append(device.get("name"))
             cell["allocatable_cpus"] += 1

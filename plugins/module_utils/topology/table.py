@@ -79,7 +79,16 @@ def sizing_lines(topology: dict[str, Any]) -> list[str]:
                "individual-mode node" % limit)
     node = topology.get("max_node_host_cpus", "?")
     return ["largest VM that fits: %s host CPUs on one node (%s)%s" % (node, why, in_vcpus(node)),
-            "largest NUMA-aligned VM: %s host CPUs (all its devices from one NUMA cell)%s" % (vm, in_vcpus(vm))]
+            "largest NUMA-aligned VM: %s host CPUs (all its devices from one NUMA cell)%s" % (vm, in_vcpus(vm)),
+            INDIVIDUAL_WARNING]
+
+
+# KubeVirt's design as merged (VEP 152): virt-controller synthesizes one capacity request per VM, which only
+# grouped devices serve; the sizes above hold for a claim a user writes (spec.resourceClaims)
+INDIVIDUAL_WARNING = ("warning: individual mode cannot serve the CPU claims KubeVirt synthesizes (grouped mode only; "
+                      "upstream is deprecating individual mode): the sizes above hold only for a claim a VMI "
+                      "references through spec.resourceClaims. For CPUsWithDRA install with "
+                      "dra_cpu_cpu_device_mode=grouped")
 
 
 def not_published_line(pending_nodes: list[str], timeout: int) -> str:

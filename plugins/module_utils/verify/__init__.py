@@ -4,11 +4,14 @@
 
 * ``run.py``: the module's run, the order of the API calls (topology, create, wait, read, delete in a
   ``finally`` path);
-* ``sizing.py``: the claim's size (a VM by KubeVirt's formula, an explicit size, or the topology's largest
-  NUMA-aligned claim) and the refusal of contradicting sizes;
-* ``manifests.py``: the claim and the pod as KubeVirt renders them, the NUMA attribute of an
-  individual-mode claim, the container's script;
-* ``readout.py``: what the container printed, judged as virt-launcher needs it;
+* ``sizing.py``: the VMI verify stands for (cores, sockets, threads, IO threads, emulator thread) and its
+  hostCPUs by KubeVirt's formula, by default the largest VM that fits; contradicting sizes refused;
+* ``manifests.py``: the claim ``<vmi>-cpu`` and pod ``virt-launcher-<vmi>`` as virt-controller renders them
+  (alpha: CPUs mirrored; KEP-5517: claim-only), individual mode's escape-hatch claim, the container's script;
+* ``objects.py``: the test objects through the API (get, delete, wait until gone);
+* ``readout.py``: what the container printed, judged as virt-launcher reads it (``DRA_CPUSET_*``, the
+  container's own CPUs and their NUMA node or socket; the KEP-5304 metadata reported);
+* ``node_allocatable.py``: KEP-5517's claim status and accounting probe;
 * ``report.py``: the report lines and the failure messages;
 * ``pinned.py``: which CPUs the driver pinned a pod's containers to, from the driver's own log on the
   pod's node (also the pinned_cpus module).

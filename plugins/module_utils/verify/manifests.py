@@ -1,21 +1,24 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""verify's test objects, shaped as KubeVirt's virt-controller renders them (pure; no cluster).
+"""verify's test objects, rendered as KubeVirt's virt-controller renders them for a VMI (pure; no cluster).
 
-Owns the ResourceClaim and the pod (KubeVirt VEP 152, ``../shared/reference/kubevirt.md``):
-- the claim has one request, ``req-cpu``, of device class ``dra.cpu``: in grouped mode one device with a
-  ``dra.cpu/cpu`` capacity request of the claim's CPUs; in individual mode a ``count`` of CPU devices
-  kept on one NUMA node by a ``matchAttribute`` constraint, on the standard
-  ``resource.kubernetes.io/numaNode`` when every published device carries it, else on the driver's own
-  ``dra.cpu/numaNodeID`` (``numa_attribute``: decided from the published ResourceSlices, not from a
-  version), so the claim proves the NUMA-aligned size the report gives;
-- the pod's container is named ``compute`` (virt-launcher's) and references the claim by name and
-  request, with CPU requests = limits = the claim's CPUs (Guaranteed QoS, as in alpha); no
+Owns the ResourceClaim and the launcher pod of KubeVirt's design as merged (VEP 152,
+``../shared/reference/kubevirt.md``, "The synthesized claim and pod"):
+- the claim ``<vmi>-cpu`` has one request, ``cpu``, of device class ``dra.cpu`` with a ``dra.cpu/cpu``
+  capacity request of hostCPUs and nothing else (no selector, no count: grouped mode only);
+- the pod ``virt-launcher-<vmi>`` has one container ``compute`` holding the claim as pod claim ``cpu-dra``;
+  alpha: its CPU requests = limits = hostCPUs (Guaranteed QoS, the claim's CPUs mirrored); Beta, when the
+  driver publishes KEP-5517 node-allocatable mappings: claim-only, a minimal CPU request = limit for the
+  QoS class only (upstream's ``hack/examples/pod_with_resource_claim_node_allocatable.yaml``); no
   tolerations unless asked for (a launcher pod has none for NoSchedule);
-- the container prints what virt-launcher reads (``readout.py`` parses it): the KEP-5304 device
-  metadata file at the path KubeVirt reads, the CPUs the kernel confines it to, the online CPUs as it
-  sees them, and the ``DRA_CPUSET_*`` variables the driver passes (from ``/proc/1/environ``: the shell, PID 1, does not
-  pass on a name with dashes), then sleeps until deleted.
+- individual mode's escape hatch (``spec.resourceClaims``, a claim the user wrote, never synthesized):
+  a ``count`` of CPU devices kept on one NUMA node by ``matchAttribute``, on the standard
+  ``resource.kubernetes.io/numaNode`` when every published device carries it, else the driver's own
+  ``dra.cpu/numaNodeID`` (``numa_attribute``: from the published ResourceSlices, not from a version);
+- the container prints what virt-launcher reads (``readout.py`` parses it): ``DRA_CPUSET_*`` (from
+  ``/proc/1/environ``: the shell, PID 1, does not pass on a name with dashes), the CPUs the kernel confines
+  it to, the online CPUs, each NUMA node's and CPU's socket as the container sees them, and the KEP-5304
+  device metadata file where the driver writes one; then it sleeps until deleted.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -26,20 +29,32 @@ from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import group_pools
 
-REQUEST = "req-cpu"
-POD_CLAIM = "cpu"
+REQUEST = "cpu"
+POD_CLAIM = "cpu-dra"
 CONTAINER = "compute"
 DEVICE_CLASS = "dra.cpu"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kubevirtci.dra_cpu"}
 # Guaranteed QoS needs memory requests = limits too; the shell needs little
 MEMORY = "32Mi"
+# KEP-5517 claim-only pod: the CPU request that only fixes the QoS class (upstream's example)
+QOS_ONLY_CPU = "1m"
 STANDARD_NUMA = "resource.kubernetes.io/numaNode"
 LEGACY_NUMA = "dra.cpu/numaNodeID"
-# the KEP-5304 metadata file as virt-launcher reads it (the library's ResourceClaimFilePath)
+# the KEP-5304 metadata file (the library's ResourceClaimFilePath), reported where the driver writes it
 METADATA_DIR = "/var/run/kubernetes.io/dra-device-attributes/resourceclaims"
 # the marker of each section of the container's output
 MARK = "@@dra-cpu-verify "
-SECTIONS = ("metadata", "status", "cgroup", "online", "env")
+SECTIONS = ("metadata", "status", "cgroup", "online", "nodes", "packages", "env")
+
+
+def claim_name(vmi: str) -> str:
+    """virt-controller's claim name for a VMI."""
+    return "%s-cpu" % vmi
+
+
+def pod_name(vmi: str) -> str:
+    """virt-controller's launcher pod name for a VMI."""
+    return "virt-launcher-%s" % vmi
 
 
 def metadata_path(claim: str, request: str = REQUEST, driver: str = DEVICE_CLASS) -> str:
@@ -54,14 +69,23 @@ def _attribute_names(device: dict[str, Any], driver: str) -> set[str]:
     return names
 
 
+def newest_devices(slices: list[dict[str, Any]], driver: str = DEVICE_CLASS) -> list[tuple[str, dict[str, Any]]]:
+    """``(pool, device)`` of each pool's newest generation, as the scheduler sees them (k8s.io/dynamic-resource-
+    allocation structured: outdated slices are ignored; right after an upgrade the old ones may be listed)."""
+    out = []
+    for name, pool in group_pools(slices, driver).items():
+        for obj in pool["slices"]:
+            for device in (((obj or {}).get("spec") or {}).get("devices") or []):
+                if isinstance(device, dict):
+                    out.append((name, device))
+    return out
+
+
 def numa_attribute(slices: list[dict[str, Any]], driver: str = DEVICE_CLASS) -> str | None:
     """The attribute a ``matchAttribute`` constraint keeps a count of CPU devices on one NUMA node
     with: the standard one when every published device of ``driver`` carries it, else the driver's
-    ``numaNodeID`` when every device does, else None (no constraint can hold). Only each pool's newest
-    generation counts, as for the scheduler: right after an upgrade the old generation's slices (of
-    another driver version, perhaps without the standard attribute) may still be listed."""
-    devices = [d for pool in group_pools(slices, driver).values() for obj in pool["slices"]
-               for d in (((obj or {}).get("spec") or {}).get("devices") or []) if isinstance(d, dict)]
+    ``numaNodeID`` when every device does, else None (no constraint can hold)."""
+    devices = [d for _pool, d in newest_devices(slices, driver)]
     if not devices:
         return None
     named = [_attribute_names(d, driver) for d in devices]
@@ -72,15 +96,14 @@ def numa_attribute(slices: list[dict[str, Any]], driver: str = DEVICE_CLASS) -> 
 
 
 def claim_manifest(name: str, namespace: str, cpus: int, mode: str, numa: str | None = None) -> dict[str, Any]:
-    """The ResourceClaim: grouped mode a capacity request, individual mode a count on one NUMA node."""
-    exactly: dict[str, Any] = {"deviceClassName": DEVICE_CLASS, "allocationMode": "ExactCount"}
+    """The ResourceClaim: virt-controller's (a capacity request), or individual mode's escape-hatch count."""
+    exactly: dict[str, Any] = {"deviceClassName": DEVICE_CLASS}
     devices: dict[str, Any] = {"requests": [{"name": REQUEST, "exactly": exactly}]}
     if mode == "individual":
-        exactly["count"] = int(cpus)
+        exactly.update(allocationMode="ExactCount", count=int(cpus))
         if numa:
             devices["constraints"] = [{"requests": [REQUEST], "matchAttribute": numa}]
     else:
-        exactly["count"] = 1
         exactly["capacity"] = {"requests": {"%s/cpu" % DEVICE_CLASS: str(int(cpus))}}
     return {
         "apiVersion": "resource.k8s.io/v1",
@@ -95,7 +118,7 @@ def container_script(claim: str) -> str:
     section after its marker, then a sleep until the pod is deleted."""
     lines = [
         "echo '%smetadata'" % MARK,
-        "cat '%s' 2>&1 || echo '%smissing'" % (metadata_path(claim), MARK),
+        "cat '%s' 2>/dev/null || echo '%smissing'" % (metadata_path(claim), MARK),
         "echo",
         "echo '%sstatus'" % MARK,
         "grep '^Cpus_allowed_list:' /proc/self/status",
@@ -104,6 +127,12 @@ def container_script(claim: str) -> str:
         "cat /sys/fs/cgroup/cpuset/cpuset.effective_cpus 2>/dev/null || true",
         "echo '%sonline'" % MARK,
         "cat /sys/devices/system/cpu/online 2>/dev/null || true",
+        # each NUMA node's CPUs and each CPU's socket, as the container reads them
+        "echo '%snodes'" % MARK,
+        "for f in /sys/devices/system/node/node[0-9]*/cpulist; do [ -r \"$f\" ] && echo \"$f $(cat \"$f\")\"; done",
+        "echo '%spackages'" % MARK,
+        "for f in /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id; do "
+        "[ -r \"$f\" ] && echo \"$f $(cat \"$f\")\"; done",
         "echo '%senv'" % MARK,
         # PID 1's environment as the runtime set it: a shell does not pass on a variable whose name is not
         # a shell name (DRA_CPUSET_<claim uid> holds dashes), so a child's `env` would not show it
@@ -115,9 +144,10 @@ def container_script(claim: str) -> str:
 
 
 def pod_manifest(name: str, namespace: str, claim: str, cpus: int, image: str,
-                 tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The pod: one container ``compute`` holding the claim, Guaranteed, shaped as a launcher pod."""
-    amount = {"cpu": str(int(cpus)), "memory": MEMORY}
+                 tolerations: list[dict[str, Any]] | None = None, claim_only: bool = False) -> dict[str, Any]:
+    """The launcher pod: one container ``compute`` holding the claim as ``cpu-dra``; Guaranteed, with the
+    claim's CPUs mirrored (alpha) or a QoS-only CPU request (``claim_only``, KEP-5517)."""
+    amount = {"cpu": QOS_ONLY_CPU if claim_only else str(int(cpus)), "memory": MEMORY}
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -1,21 +1,23 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""What the test container saw, and whether it is what virt-launcher needs (pure; no cluster).
+"""What the test container saw, judged as KubeVirt's virt-launcher reads it (pure; no cluster).
 
-Owns parsing the container's log (``manifests.container_script`` prints one section per marker) and
-the judgement against the allocated claim:
-- the KEP-5304 device metadata file (``metadata.resource.k8s.io/v1beta1`` ``DeviceMetadata``; the
-  file may hold one document per API version, the first is read): present, its request's devices are
-  exactly the claim's allocation, each carries a NUMA node (``resource.kubernetes.io/numaNode`` or
-  ``dra.cpu/numaNodeID``), one node for all, and its CPUs (``dra.cpu/allocatedNumCPUs`` in grouped mode,
-  one per device in individual mode) are the claim's. Missing metadata fails (virt-launcher fails such a
-  VM) unless ``allow_missing_metadata``;
-- ``DRA_CPUSET_<claim uid>``, the CPUs the driver hands the container through CDI: present, the claim's
-  size, and the CPUs the driver logged when it pinned the container (``pinned.py``), when it logged any;
-- the CPUs the kernel confines the container to (``Cpus_allowed_list``): equal to ``DRA_CPUSET_*`` when
-  those CPUs are CPUs of this kernel. When they are not (the driver reads another topology than the
-  kernel's: a sysfs overlay, or the simulated hardware of a test node) the two cannot be compared, and
-  the finding says so instead of failing.
+Owns parsing the container's log (``manifests.container_script`` prints one section per marker) and the
+judgement against the allocated claim, KubeVirt's CPU contract as merged (VEP 152,
+``../shared/reference/kubevirt.md``, "What virt-launcher reads"):
+- ``DRA_CPUSET_<claim uid>`` in ``compute``: required (the driver capability KubeVirt requires; without it
+  virt-launcher falls back to the container's cgroup cpuset and writes no ``vcpupin``), a valid CPU list
+  of hostCPUs, and the CPUs the driver logged when it pinned the container (``pinned.py``), when it logged
+  any. ``allow_missing_dra_cpuset`` accepts a driver without it (a note, not a problem);
+- the container's own CPU set (``Cpus_allowed_list``; the cgroup's ``cpuset.cpus.effective`` on v2,
+  ``cpuset.effective_cpus`` on v1) equal to it, and inside the allocated device's NUMA node (or socket) as
+  the container reads ``/sys/devices/system/node/node<N>/cpulist`` (or each CPU's
+  ``physical_package_id``): grouped devices publish no CPU ids. Only where the driver's CPUs are the
+  kernel's: when they are not (a sysfs overlay, or a test node's simulated hardware) "not compared" and why;
+- the KEP-5304 device metadata: read and reported when present (device, NUMA node,
+  ``dra.cpu/allocatedNumCPUs``), never required (it is not part of the CPU contract) unless
+  ``require_metadata`` (consumers that read it: KubeVirt's GPU/host-device paths); its findings are
+  problems only then, notes otherwise.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -23,6 +25,7 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 import json
+import re
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import (
@@ -30,8 +33,9 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
     format_cpuset,
     parse_cpuset,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import attribute_value
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import attribute_value, group_of, numa_of
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
+    CONTAINER,
     LEGACY_NUMA,
     MARK,
     REQUEST,
@@ -41,10 +45,17 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifest
 
 ALLOCATED_CPUS = "dra.cpu/allocatedNumCPUs"
 ENV_PREFIX = "DRA_CPUSET_"
-MISSING_METADATA = (
-    "the driver wrote no KEP-5304 device metadata for the claim (%s is missing in the container): "
-    "KubeVirt's virt-launcher fails a VM whose CPU claim has none. dra-driver-cpu releases after v0.2.0 "
-    "write it; set dra_cpu_verify_allow_missing_metadata=true to accept a driver without it")
+NO_DRA_CPUSET = (
+    "the driver injected no DRA_CPUSET_%s into container %s (it has: %s): KubeVirt requires the driver to inject "
+    "the allocated cpuset as DRA_CPUSET_<claim uid> (VEP 152); without it virt-launcher runs the VM on the "
+    "container's cgroup cpuset and pins no vCPU (no vcpupin). Set dra_cpu_verify_allow_missing_dra_cpuset=true "
+    "to accept such a driver")
+REQUIRED_METADATA = (
+    "the driver wrote no KEP-5304 device metadata for the claim (%s is missing in the container), and "
+    "dra_cpu_verify_require_metadata asks for it (consumers that read it: KubeVirt's GPU/host-device paths; "
+    "KubeVirt's CPU path does not). dra-driver-cpu releases after v0.2.0 write it")
+_NODE_LINE = re.compile(r"/node(\d+)/cpulist\s+(\S*)")
+_PACKAGE_LINE = re.compile(r"/cpu(\d+)/topology/physical_package_id\s+(\d+)")
 
 
 def sections(log: str) -> dict[str, str]:
@@ -90,7 +101,7 @@ def _field(obj: dict[str, Any], name: str) -> Any:
 
 def parse_metadata(text: str) -> dict[str, Any]:
     """The first JSON document of the metadata file as ``{api_version, kind, devices: [{driver, pool,
-    name, numa_node, numa_attribute, allocated_cpus}]}`` for request ``req-cpu``; ``error`` when unreadable."""
+    name, numa_node, numa_attribute, allocated_cpus}]}`` for request ``cpu``; ``error`` when unreadable."""
     text = (text or "").strip()
     try:
         doc, _end = json.JSONDecoder().raw_decode(text)
@@ -120,7 +131,7 @@ def parse_metadata(text: str) -> dict[str, Any]:
 
 
 def allocated_devices(claim: dict[str, Any]) -> list[dict[str, Any]]:
-    """The claim's allocation results of request ``req-cpu``."""
+    """The claim's allocation results of request ``cpu``."""
     allocation = ((claim or {}).get("status") or {}).get("allocation") or {}
     return [r for r in ((allocation.get("devices") or {}).get("results") or [])
             if isinstance(r, dict) and r.get("request") == REQUEST]
@@ -137,20 +148,20 @@ def dra_cpuset(env_text: str, uid: str) -> tuple[str | None, list[str]]:
 
 
 def _metadata_findings(meta: dict[str, Any], results: list[dict[str, Any]], cpus: int, mode: str,
-                       problems: list[str]) -> dict[str, Any]:
+                       found: list[str]) -> dict[str, Any]:
     if meta.get("error"):
-        problems.append("device metadata: %s" % meta["error"])
+        found.append("device metadata: %s" % meta["error"])
         return meta
     wanted = sorted((r.get("driver"), r.get("pool"), r.get("device")) for r in results)
     got = sorted((d["driver"], d["pool"], d["name"]) for d in meta["devices"])
     if got != wanted:
-        problems.append("device metadata: its devices %s are not the claim's allocation %s"
-                        % (["/".join(str(x) for x in d) for d in got], ["/".join(str(x) for x in d) for d in wanted]))
+        found.append("device metadata: its devices %s are not the claim's allocation %s"
+                     % (["/".join(str(x) for x in d) for d in got], ["/".join(str(x) for x in d) for d in wanted]))
     nodes = sorted(set(str(d["numa_node"]) for d in meta["devices"] if d["numa_node"] is not None))
     if any(d["numa_node"] is None for d in meta["devices"]):
-        problems.append("device metadata: a device has no NUMA node (%s or %s)" % (STANDARD_NUMA, LEGACY_NUMA))
+        found.append("device metadata: a device has no NUMA node (%s or %s)" % (STANDARD_NUMA, LEGACY_NUMA))
     elif len(nodes) > 1:
-        problems.append("device metadata: the devices span NUMA nodes %s, not one" % ", ".join(nodes))
+        found.append("device metadata: the devices span NUMA nodes %s, not one" % ", ".join(nodes))
     meta["numa_nodes"] = nodes
     given: int | None
     if mode == "individual":
@@ -159,39 +170,95 @@ def _metadata_findings(meta: dict[str, Any], results: list[dict[str, Any]], cpus
         counts = [d["allocated_cpus"] for d in meta["devices"]]
         given = sum(int(c) for c in counts) if counts and None not in counts else None
         if given is None:
-            problems.append("device metadata: no %s for the device" % ALLOCATED_CPUS)
+            found.append("device metadata: no %s for the device" % ALLOCATED_CPUS)
     meta["allocated_cpus"] = given
     if given is not None and given != cpus:
-        problems.append("device metadata: %s CPUs allocated, the claim asks for %d" % (given, cpus))
+        found.append("device metadata: %s CPUs allocated, the claim asks for %d" % (given, cpus))
     return meta
 
 
-def judge(log: str, claim: dict[str, Any], cpus: int, mode: str, pinned: str | None,
-          allow_missing_metadata: bool = False, metadata_file: str = "") -> dict[str, Any]:
+def placement_of(results: list[dict[str, Any]], devices: list[tuple[str, dict[str, Any]]], mode: str,
+                 driver: str = "dra.cpu") -> dict[str, Any] | None:
+    """``{group, id}`` of the allocated devices as published (``manifests.newest_devices``): a grouped
+    device's NUMA node or socket (``topology.fact.group_of``); individual devices' common NUMA node; None
+    when it cannot be told (a machine device, devices not found, or on several nodes)."""
+    published = dict(((pool, d.get("name")), d) for pool, d in devices)
+    found = [published.get((r.get("pool"), r.get("device"))) for r in results]
+    if not found or any(d is None for d in found):
+        return None
+    if mode == "individual":
+        cells = set(numa_of(d, driver) for d in found if d is not None)
+        return {"group": "numanode", "id": cells.pop()} if len(cells) == 1 else None
+    groups = set(group_of(d, driver) for d in found if d is not None)
+    if len(groups) != 1:
+        return None
+    group, cell = groups.pop()
+    return {"group": group, "id": cell} if group in ("numanode", "socket") else None
+
+
+def _kernel_groups(parts: dict[str, str]) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """``({numa node: CPUs}, {socket: CPUs})`` as the container reads sysfs."""
+    nodes: dict[int, list[int]] = {}
+    for node, text in _NODE_LINE.findall(parts.get("nodes") or ""):
+        nodes[int(node)] = _cpus(text) or []
+    sockets: dict[int, list[int]] = {}
+    for cpu, package in _PACKAGE_LINE.findall(parts.get("packages") or ""):
+        sockets.setdefault(int(package), []).append(int(cpu))
+    return nodes, dict((k, sorted(v)) for k, v in sockets.items())
+
+
+def _placement_finding(env_cpus: list[int], placement: dict[str, Any] | None, parts: dict[str, str],
+                       out: dict[str, Any], problems: list[str], notes: list[str]) -> None:
+    """The claim's CPUs inside the allocated device's NUMA node (or socket), as the kernel groups them."""
+    if not placement or placement.get("group") not in ("numanode", "socket"):
+        return
+    nodes, sockets = _kernel_groups(parts)
+    group, cell = placement["group"], int(placement["id"])
+    kernel = (nodes if group == "numanode" else sockets).get(cell)
+    what = "NUMA node %d" % cell if group == "numanode" else "socket %d" % cell
+    out["placement"] = {"group": group, "id": cell, "kernel_cpus": format_cpuset(kernel) if kernel else None}
+    if kernel is None:
+        notes.append("its CPUs' %s not checked: the container sees no %s in /sys/devices/system" % (what, what))
+    elif not set(env_cpus) <= set(kernel):
+        problems.append("the claim's CPUs %s are not all in %s of the allocated device (CPUs %s as the kernel "
+                        "reports them)" % (format_cpuset(env_cpus), what, format_cpuset(kernel)))
+
+
+def judge(log: str, claim: dict[str, Any], cpus: int, mode: str, pinned: str | None, options: dict[str, Any],
+          metadata_file: str = "", placement: dict[str, Any] | None = None) -> dict[str, Any]:
     """The readout and its findings: ``{complete, metadata, dra_cpuset, dra_cpuset_lines, container_cpus,
-    cgroup_cpus, online_cpus, cpuset_compared, pinned, problems, notes}``; no problem = proven."""
+    cgroup_cpus, online_cpus, cpuset_compared, placement, pinned, problems, notes}``; no problem = proven.
+    ``options``: ``require_metadata``, ``allow_missing_dra_cpuset``; ``placement``: ``{group, id}`` of the
+    allocated device (numanode or socket), when known."""
     parts = sections(log)
     problems: list[str] = []
     notes: list[str] = []
     uid = ((claim or {}).get("metadata") or {}).get("uid") or ""
-    out: dict[str, Any] = {"complete": bool(parts.get("complete")), "pinned": pinned}
+    out: dict[str, Any] = {"complete": bool(parts.get("complete")), "pinned": pinned, "placement": None}
     if not out["complete"]:
         problems.append("the test container did not print its readout (log: %s)" % ((log or "").strip()[-300:] or "empty"))
+    require = bool(options.get("require_metadata"))
     if parts.get("metadata_missing") or not (parts.get("metadata") or "").strip():
         out["metadata"] = None
-        if allow_missing_metadata:
-            notes.append("no device metadata (accepted: dra_cpu_verify_allow_missing_metadata)")
-        elif out["complete"]:
-            problems.append(MISSING_METADATA % metadata_file)
+        if require and out["complete"]:
+            problems.append(REQUIRED_METADATA % metadata_file)
     else:
+        found: list[str] = []
         out["metadata"] = _metadata_findings(parse_metadata(parts["metadata"]), allocated_devices(claim), cpus, mode,
-                                             problems)
+                                             found)
+        (problems if require else notes).extend(found)
     value, lines = dra_cpuset(parts.get("env", ""), uid)
     out["dra_cpuset"], out["dra_cpuset_lines"] = value, lines
     env_cpus = _cpus(value)
     if out["complete"] and env_cpus is None:
-        problems.append("the container has no DRA_CPUSET_%s from the driver (it has: %s)"
-                        % (uid, ", ".join(lines) or "none"))
+        text = NO_DRA_CPUSET % (uid, CONTAINER, ", ".join(lines) or "none")
+        if value is not None:
+            problems.append("DRA_CPUSET_%s=%s is not a CPU list" % (uid, value))
+        elif options.get("allow_missing_dra_cpuset"):
+            notes.append("no DRA_CPUSET_%s (accepted: dra_cpu_verify_allow_missing_dra_cpuset): virt-launcher "
+                         "would pin nothing and use the container's cgroup cpuset" % uid)
+        else:
+            problems.append(text)
     elif env_cpus is not None and len(env_cpus) != cpus:
         problems.append("DRA_CPUSET_%s=%s holds %d CPUs, the claim asks for %d" % (uid, value, len(env_cpus), cpus))
     status = (parts.get("status") or "").partition(":")[2].strip()
@@ -209,6 +276,11 @@ def judge(log: str, claim: dict[str, Any], cpus: int, mode: str, pinned: str | N
             if container != env_cpus:
                 problems.append("the container runs on CPUs %s, not on the claim's %s (DRA_CPUSET_%s)"
                                 % (format_cpuset(container), format_cpuset(env_cpus), uid))
+            cgroup = _cpus(out["cgroup_cpus"])
+            if cgroup is not None and cgroup != env_cpus:
+                problems.append("the container's cgroup cpuset is %s, not the claim's %s (DRA_CPUSET_%s)"
+                                % (format_cpuset(cgroup), format_cpuset(env_cpus), uid))
+            _placement_finding(env_cpus, placement, parts, out, problems, notes)
         else:
             notes.append("its cpuset not compared: the driver's CPUs %s are not CPUs of this kernel (online %s): "
                          "the driver reads another topology than the kernel's (a sysfs overlay, or a test node's "

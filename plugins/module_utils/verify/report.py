@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """verify's words (pure; no cluster): the report lines the role prints and the failure messages.
 
-Owns: the allocation line (node, devices, pool, the NUMA constraint), the readout lines (the metadata
-at the path KubeVirt reads, the container's cpuset, ``DRA_CPUSET_*``, beside the driver's pinning), the
-check-mode line, and the messages of a claim the scheduler did not allocate and of a pod that did not
+Owns: the allocation line (claim, node, devices, pool, the NUMA constraint), the readout lines
+(``DRA_CPUSET_*`` as virt-launcher reads it, the container's cpuset and where it lies, the KEP-5304
+metadata where the driver writes it, beside the driver's pinning), the KEP-5517 lines (the pod's claim
+status, the accounting probe), the check-mode line, and the messages of a claim the scheduler did not allocate and of a pod that did not
 start (its container's state and the pod's last events).
 """
 
@@ -14,52 +15,78 @@ __metaclass__ = type
 
 from typing import Any
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import CONTAINER, DEVICE_CLASS
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
+    CONTAINER,
+    DEVICE_CLASS,
+    QOS_ONLY_CPU,
+)
 
 
 def _pod_status(pod: dict[str, Any]) -> dict[str, Any]:
     return (pod or {}).get("status") or {}
 
 
-def check_mode_line(namespace: str, name: str, cpus: int, mode: str, numa: str | None) -> str:
-    shape = ("%d CPU devices on one NUMA node (matchAttribute %s)" % (cpus, numa) if mode == "individual" and numa
-             else "%d CPU devices" % cpus if mode == "individual" else "%d CPUs of one device" % cpus)
-    return ("check mode: would create ResourceClaim %s/%s for %s (device class %s) and a pod using it, read "
-            "what its container sees, and delete both" % (namespace, name, shape, DEVICE_CLASS))
+def check_mode_line(namespace: str, claim: str, pod: str, cpus: int, mode: str, numa: str | None,
+                    claim_only: bool = False) -> str:
+    if mode == "individual":
+        shape = ("%d CPU devices on one NUMA node (matchAttribute %s)" % (cpus, numa) if numa
+                 else "%d CPU devices" % cpus)
+    else:
+        shape = "dra.cpu/cpu: %d, one device" % cpus
+    kind = ("claim-only (KEP-5517: a %s CPU request for the QoS class)" % QOS_ONLY_CPU if claim_only
+            else "CPU requests = limits = %d" % cpus)
+    return ("check mode: would create ResourceClaim %s/%s (request cpu, device class %s, %s) and pod %s (container "
+            "compute, pod claim cpu-dra, %s), read what its container sees, and delete both"
+            % (namespace, claim, DEVICE_CLASS, shape, pod, kind))
 
 
-def allocation_line(cpus: int, results: list[dict[str, Any]], pod: dict[str, Any], mode: str,
+def allocation_line(claim: str, cpus: int, results: list[dict[str, Any]], pod: dict[str, Any], mode: str,
                     numa: str | None) -> str:
     node = ((pod or {}).get("spec") or {}).get("nodeName") or (results[0].get("pool") if results else "?")
     devices = [str(r.get("device")) for r in results]
     shown = ", ".join(devices[:4]) + (", ... (%d devices)" % len(devices) if len(devices) > 4 else "")
     first = results[0] if results else {}
-    line = ("claim for %d CPUs allocated: node %s, device %s (driver %s, pool %s)"
-            % (cpus, node, shown or "?", first.get("driver", "?"), first.get("pool", "?")))
+    line = ("claim %s for %d CPUs allocated: node %s, device %s (driver %s, pool %s)"
+            % (claim, cpus, node, shown or "?", first.get("driver", "?"), first.get("pool", "?")))
     if mode == "individual":
-        line += (", kept on one NUMA node by matchAttribute %s" % numa if numa
+        line += (", kept on one NUMA node by matchAttribute %s (individual mode: the spec.resourceClaims escape "
+                 "hatch, not a claim KubeVirt synthesizes)" % numa if numa
                  else ", with no NUMA constraint (the driver publishes no NUMA attribute on every device)")
     status = _pod_status(pod)
-    return line + "; test pod %s, QoS %s" % (status.get("phase", "?"), status.get("qosClass", "?"))
+    return line + "; pod %s %s, QoS %s" % ((pod.get("metadata") or {}).get("name") if pod else "?",
+                                           status.get("phase", "?"), status.get("qosClass", "?"))
+
+
+def _metadata_text(readout: dict[str, Any], metadata_file: str) -> str:
+    meta = readout.get("metadata")
+    if meta is None:
+        return ("no KEP-5304 device metadata at %s (not read by KubeVirt's CPU path; other DRA consumers read it)"
+                % metadata_file)
+    if meta.get("error"):
+        return "KEP-5304 device metadata at %s unreadable" % metadata_file
+    attrs = sorted(set(str(d.get("numa_attribute")) for d in meta.get("devices") or []))
+    devices = ", ".join(str(d.get("name")) for d in meta.get("devices") or [])
+    return ("KEP-5304 device metadata at %s: device %s, NUMA node %s (%s), %s CPUs allocated (dra.cpu/allocatedNumCPUs)"
+            % (metadata_file, devices or "none", ",".join(meta.get("numa_nodes") or []) or "?", ", ".join(attrs),
+               meta.get("allocated_cpus")))
 
 
 def readout_lines(readout: dict[str, Any], metadata_file: str, pinned: dict[str, Any] | None) -> list[str]:
-    """What the container saw, beside the driver's pinning."""
-    meta = readout.get("metadata")
-    if meta is None:
-        meta_text = "no device metadata at %s" % metadata_file
-    elif meta.get("error"):
-        meta_text = "device metadata at %s unreadable" % metadata_file
+    """What the container saw, as virt-launcher reads it, beside the driver's pinning."""
+    lines = ["in compute, what virt-launcher reads: %s" % (
+        ", ".join(readout.get("dra_cpuset_lines") or []) or "no DRA_CPUSET_*")]
+    cpus = readout.get("container_cpus") or "?"
+    if readout.get("cpuset_compared") and not readout.get("problems"):
+        where = readout.get("placement") or {}
+        inside = (" inside %s %s (CPUs %s)" % ("NUMA node" if where.get("group") == "numanode" else "socket",
+                                               where.get("id"), where.get("kernel_cpus"))
+                  if where.get("kernel_cpus") else "")
+        lines.append("in compute: runs on exactly the claimed CPUs %s (Cpus_allowed_list; cgroup %s)%s"
+                     % (cpus, readout.get("cgroup_cpus") or "?", inside))
     else:
-        attrs = sorted(set(str(d.get("numa_attribute")) for d in meta.get("devices") or []))
-        meta_text = ("device metadata at %s: %d device(s), NUMA node %s (%s), %s CPUs allocated"
-                     % (metadata_file, len(meta.get("devices") or []), ",".join(meta.get("numa_nodes") or []) or "?",
-                        ", ".join(attrs), meta.get("allocated_cpus")))
-    lines = ["in the container: " + meta_text]
-    lines.append("in the container: runs on CPUs %s (Cpus_allowed_list; cgroup %s, online %s); from the driver %s"
-                 % (readout.get("container_cpus") or "?", readout.get("cgroup_cpus") or "?",
-                    readout.get("online_cpus") or "?",
-                    ", ".join(readout.get("dra_cpuset_lines") or []) or "no DRA_CPUSET_*"))
+        lines.append("in compute: runs on CPUs %s (Cpus_allowed_list; cgroup %s, online %s)"
+                     % (cpus, readout.get("cgroup_cpus") or "?", readout.get("online_cpus") or "?"))
+    lines.append("in compute: " + _metadata_text(readout, metadata_file))
     pinned = pinned or {}
     if readout.get("pinned"):
         lines.append("its container pinned to CPUs %s (the driver's log on %s)" % (readout["pinned"], pinned.get("node")))
@@ -69,6 +96,24 @@ def readout_lines(readout: dict[str, Any], metadata_file: str, pinned: dict[str,
         lines.append("its CPUs not in the driver's log (it logs them at --v=2 or more)")
     lines.extend(readout.get("notes") or [])
     return lines
+
+
+def node_allocatable_lines(status: dict[str, Any] | None, probe: dict[str, Any], cpus: int) -> list[str]:
+    """KEP-5517: the pod's claim status and the probe pod's outcome."""
+    if status is None:
+        first = "claim-only pod (KEP-5517): no nodeAllocatableResourceClaimStatuses entry for its claim"
+    else:
+        mapped = ", ".join("%s %s" % (m.get("name"), m.get("quantity")) for m in status.get("mapping") or [])
+        first = ("claim-only pod (KEP-5517): status.nodeAllocatableResourceClaimStatuses names claim %s, "
+                 "containers %s, mapping %s" % (status.get("resourceClaimName"), ", ".join(status.get("containers") or []),
+                                                mapped or "none"))
+    outcome = probe.get("outcome")
+    if outcome == "unschedulable":
+        second = ("the claim's %d CPUs are accounted: a pod asking for %dm CPU, which fits the node when the claim is "
+                  "not counted, stays Unschedulable beside it" % (cpus, probe.get("cpu_millis") or 0))
+    else:
+        second = "accounting probe (%dm CPU): %s" % (probe.get("cpu_millis") or 0, outcome or "undecided")
+    return [first, second]
 
 
 def scheduler_message(pod: dict[str, Any]) -> str:

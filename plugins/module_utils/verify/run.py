@@ -3,14 +3,17 @@
 """One run of the verify module, shared by the module and its action plugin (k8s/runner.py).
 
 Owns the order of the API calls; every decision is in the other files of this package (``sizing.py``,
-``manifests.py``, ``readout.py``, ``report.py``, ``pinned.py``):
-1. the published topology, waited for as the topology stage waits (``topology/run.py``), and the
-   driver's ResourceSlices (which NUMA attribute a count of CPU devices can be kept on);
-2. the claim's size; in check mode the run stops here and says what it would do;
-3. test objects of an earlier run are deleted, the claim and the pod created; the claim's allocation
-   and then the pod's readout (its log) are waited for, each up to ``timeout`` seconds;
-4. the driver's pinning from its log (``pinned.py``), the judgement, the report;
-5. whatever happened, the pod and the claim are deleted and their deletion waited for (``finally``).
+``manifests.py``, ``readout.py``, ``node_allocatable.py``, ``report.py``, ``pinned.py``):
+1. the published topology, waited for as the topology stage waits (``topology/run.py``), and the driver's
+   ResourceSlices (where the allocated device is; the NUMA attribute of individual mode's escape hatch);
+2. the mode: individual mode fails here unless its escape-hatch claim is asked for (KubeVirt synthesizes
+   grouped claims only); the VMI and its hostCPUs; in check mode the run stops here and says what it would do;
+3. test objects of an earlier run are deleted, the claim ``<vmi>-cpu`` and pod ``virt-launcher-<vmi>``
+   created as virt-controller renders them; the claim's allocation and then the pod's readout (its log)
+   are waited for, each up to ``timeout`` seconds;
+4. the driver's pinning from its log (``pinned.py``), the judgement; on the KEP-5517 path (the driver
+   publishes node-allocatable mappings) the pod's claim status and the probe pod; the report;
+5. whatever happened, the pods and the claim are deleted and their deletion waited for (``finally``).
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -29,6 +32,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import manifests, readout, report, sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import node_allocatable as kep5517
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.objects import Objects
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.pinned import pinned as read_pinned
 
 if TYPE_CHECKING:  # the annotation only: the module does not import the runner
@@ -39,6 +44,16 @@ if TYPE_CHECKING:  # the annotation only: the module does not import the runner
 # registry.k8s.io/e2e-test-images); the role's default (roles/dra_cpu/defaults/main.yml) is the same
 DEFAULT_IMAGE = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 POLL = 2.0
+DEPRECATED_METADATA_OPTION = (
+    "dra_cpu_verify_allow_missing_metadata (allow_missing_metadata) is deprecated and has no effect: verify "
+    "no longer requires the KEP-5304 metadata (KubeVirt's CPU path does not read it); "
+    "dra_cpu_verify_require_metadata requires it")
+INDIVIDUAL_MODE = (
+    "the driver runs in individual mode (dra_cpu_cpu_device_mode=individual): KubeVirt's virt-controller "
+    "synthesizes grouped claims only (one dra.cpu/cpu capacity request, which individual devices cannot "
+    "serve), and upstream is deprecating individual mode. Install in grouped mode for CPUsWithDRA, or set "
+    "dra_cpu_verify_individual_claim=true to prove a NUMA-aligned count claim (what a VMI's "
+    "spec.resourceClaims escape hatch would reference)")
 
 
 def argument_spec() -> dict[str, Any]:
@@ -49,72 +64,24 @@ def argument_spec() -> dict[str, Any]:
         driver_namespace=dict(type="str", default="dra-driver-cpu"),
         release_name=dict(type="str", default="dra-driver-cpu"),
         cpus=dict(type="int", default=0),
-        vm_vcpus=dict(type="int", default=0),
+        vm_cores=dict(type="int", default=0),
+        vm_sockets=dict(type="int", default=1),
+        vm_threads=dict(type="int", default=1),
+        vm_vcpus=dict(type="int", removed_in_version="2.0.0", removed_from_collection="kubevirtci.dra_cpu"),
         vm_io_threads=dict(type="int", default=0),
         vm_isolate_emulator_thread=dict(type="bool", default=False),
         vm_even_parity=dict(type="bool", default=False),
         image=dict(type="str", default=DEFAULT_IMAGE),
         tolerations=dict(type="list", elements="dict", default=[]),
-        allow_missing_metadata=dict(type="bool", default=False),
+        require_metadata=dict(type="bool", default=False),
+        allow_missing_metadata=dict(type="bool", removed_in_version="2.0.0",
+                                    removed_from_collection="kubevirtci.dra_cpu"),
+        allow_missing_dra_cpuset=dict(type="bool", default=False),
+        individual_claim=dict(type="bool", default=False),
         timeout=dict(type="int", default=120),
         topology_timeout=dict(type="int", default=300),
     )
     return spec
-
-
-class Objects(object):
-    """The test claim and pod through the API: paths, create, get, delete, wait until gone."""
-
-    def __init__(self, api: RawApi, namespace: str, name: str, clock: Callable[[], float],
-                 sleep: Callable[[float], None]) -> None:
-        self.api, self.clock, self.sleep = api, clock, sleep
-        ns, n = quote(namespace, safe=""), quote(name, safe="")
-        self.claims = "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % ns
-        self.pods = "/api/v1/namespaces/%s/pods" % ns
-        self.claim, self.pod = "%s/%s" % (self.claims, n), "%s/%s" % (self.pods, n)
-        self.events = "/api/v1/namespaces/%s/events" % ns
-        self.name = name
-
-    def get(self, path: str) -> dict[str, Any] | None:
-        try:
-            return self.api.get_json(path)
-        except KubeRequestError as exc:
-            if exc.not_found:
-                return None
-            raise
-
-    def delete(self, timeout: int) -> list[str]:
-        """Delete the pod, then the claim, each waited for; the problems (none: both gone). The pod is
-        deleted gracefully (its own terminationGracePeriodSeconds is 1; 0 would be immediate): a forced
-        deletion takes it out of the API before its kubelet has unprepared the claim, and the kubelet
-        then refuses the next claim of the same name ("old ResourceClaim with same name ... still
-        exists (previous pod force-deleted?!)", seen on the real node)."""
-        problems = []
-        for path in (self.pod, self.claim):
-            try:
-                self.api.send_json("DELETE", path)
-            except KubeRequestError as exc:
-                if not exc.not_found:
-                    problems.append(exc.message)
-                    continue
-            deadline = self.clock() + timeout
-            while self.get(path) is not None:
-                if self.clock() >= deadline:
-                    problems.append("%s still there %ds after its deletion" % (path, timeout))
-                    break
-                self.sleep(1)
-        return problems
-
-    def pod_events(self, uid: str | None = None) -> list[dict[str, Any]]:
-        """The events of this run's pod (``uid``), not of an earlier pod of the same name."""
-        selector = "involvedObject.name=%s,involvedObject.kind=Pod" % self.name
-        if uid:
-            selector += ",involvedObject.uid=%s" % uid
-        query = {"fieldSelector": selector}
-        try:
-            return self.api.get_json(self.events, query).get("items") or []
-        except KubeRequestError:
-            return []
 
 
 def _topology(api: RawApi, params: dict[str, Any], clock: Callable[[], float] | None,
@@ -149,29 +116,40 @@ def verify(api: RawApi, params: dict[str, Any], check_mode: bool, clock: Callabl
     fact, failure = _topology(api, params, clock, sleep)
     if failure:
         return {"failed": True, "changed": False, "topology": fact, "msg": failure}
-    cpus, size_line = sizing.claim_size(params, fact)
     mode = fact.get("mode") or "grouped"
+    vmi_name, namespace = params["name"], params["namespace"]
+    vm = sizing.vmi(params, fact)
+    cpus, size_line = vm["host_cpus"], sizing.sizing_line("%s/%s" % (namespace, vmi_name), vm)
+    claim_only = mode != "individual" and bool(fact.get("node_allocatable_mapping"))
+    claim, pod_name = manifests.claim_name(vmi_name), manifests.pod_name(vmi_name)
+    result: dict[str, Any] = {"changed": False, "cpus": cpus, "vmi": dict(vm, name=vmi_name), "mode": mode,
+                              "claim_name": claim, "pod_name": pod_name, "claim_only": claim_only,
+                              "numa_attribute": None, "sizing": size_line, "passed": False,
+                              "metadata_file": manifests.metadata_path(claim),
+                              "ansible_facts": {"dra_cpu_topology": fact}}
+    if params.get("allow_missing_metadata") is not None:
+        result["warnings"] = [DEPRECATED_METADATA_OPTION]
+    if mode == "individual" and not params.get("individual_claim"):
+        return dict(result, failed=True, msg=INDIVIDUAL_MODE, report=[size_line])
+    if cpus < 1:
+        return dict(result, failed=True, report=[size_line],
+                    msg=sizing.NO_CPUS % int(fact.get("max_vm_host_cpus") or 0))
     slices = api.get_json("/apis/resource.k8s.io/v1/resourceslices",
                           {"fieldSelector": "spec.driver=%s" % manifests.DEVICE_CLASS}).get("items") or []
     numa = manifests.numa_attribute(slices) if mode == "individual" else None
-    name, namespace = params["name"], params["namespace"]
-    metadata_file = manifests.metadata_path(name)
-    result: dict[str, Any] = {"changed": False, "cpus": cpus, "mode": mode, "numa_attribute": numa,
-                              "sizing": size_line, "metadata_file": metadata_file, "passed": False,
-                              "ansible_facts": {"dra_cpu_topology": fact}}
-    if cpus < 1:
-        return dict(result, failed=True, msg=sizing.NO_CPUS, report=[size_line])
+    result["numa_attribute"] = numa
     if check_mode:
-        return dict(result, report=[size_line, report.check_mode_line(namespace, name, cpus, mode, numa)])
-    claim_def = manifests.claim_manifest(name, namespace, cpus, mode, numa)
-    pod_def = manifests.pod_manifest(name, namespace, name, cpus, params["image"], params["tolerations"])
-    result.update(claim_manifest=claim_def, pod_manifest=pod_def)
-    objects = Objects(api, namespace, name, now, pause)
+        return dict(result, report=[size_line, report.check_mode_line(namespace, claim, pod_name, cpus, mode, numa,
+                                                                      claim_only)])
+    result.update(claim_manifest=manifests.claim_manifest(claim, namespace, cpus, mode, numa),
+                  pod_manifest=manifests.pod_manifest(pod_name, namespace, claim, cpus, params["image"],
+                                                      params["tolerations"], claim_only))
+    objects = Objects(api, namespace, vmi_name, now, pause)
     leftovers = objects.delete(params["timeout"])
     if leftovers:
         return dict(result, failed=True, msg="cannot remove the test objects of an earlier run: %s" % "; ".join(leftovers))
     try:
-        outcome = _prove(api, objects, params, result, cpus, mode, numa, size_line, now, pause)
+        outcome = _prove(api, objects, params, result, manifests.newest_devices(slices), now, pause)
     finally:
         cleanup = objects.delete(params["timeout"])
     result.update(outcome)
@@ -183,9 +161,32 @@ def verify(api: RawApi, params: dict[str, Any], check_mode: bool, clock: Callabl
     return result
 
 
-def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[str, Any], cpus: int, mode: str,
-           numa: str | None, size_line: str, now: Callable[[], float], pause: Callable[[float], None]) -> dict[str, Any]:
-    name, namespace, timeout = params["name"], params["namespace"], params["timeout"]
+def _probe(api: RawApi, objects: Objects, params: dict[str, Any], node: str, cpus: int, now: Callable[[], float],
+           pause: Callable[[float], None]) -> tuple[dict[str, Any], str | None]:
+    """KEP-5517: a pod asking for what the node has left without the claim must stay Unschedulable."""
+    node_obj = api.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
+    pods = api.get_json("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node}).get("items") or []
+    millis = kep5517.free_millis(node_obj, pods)
+    probe: dict[str, Any] = {"name": objects.probe_name, "cpu_millis": millis, "outcome": None}
+    if millis <= 0:
+        probe["outcome"] = "not run: node %s has no CPU left even without the claim" % node
+        return probe, None
+    api.send_json("POST", objects.pods, kep5517.probe_manifest(objects.probe_name, params["namespace"], node, millis,
+                                                               params["image"], params["tolerations"]))
+
+    def decided() -> bool:
+        probe["outcome"] = kep5517.probe_outcome(objects.get(objects.probe) or {})
+        return probe["outcome"] is not None
+
+    _wait_for(now, pause, params["timeout"], decided)
+    return probe, kep5517.probe_problem(probe["outcome"], node, millis, cpus)
+
+
+def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[str, Any],
+           devices: list[tuple[str, dict[str, Any]]], now: Callable[[], float],
+           pause: Callable[[float], None]) -> dict[str, Any]:
+    namespace, timeout, cpus, mode = params["namespace"], params["timeout"], result["cpus"], result["mode"]
+    size_line = result["sizing"]
     api.send_json("POST", objects.claims, result["claim_manifest"])
     api.send_json("POST", objects.pods, result["pod_manifest"])
     seen: dict[str, Any] = {}
@@ -196,8 +197,8 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[s
 
     if not _wait_for(now, pause, timeout, allocated):
         pod = objects.get(objects.pod) or {}
-        return {"failed": True, "claim": seen.get("claim"), "pod": pod,
-                "msg": report.not_allocated(namespace, name, cpus, timeout, pod), "report": [size_line]}
+        return {"failed": True, "claim": seen.get("claim"), "pod": pod, "report": [size_line],
+                "msg": report.not_allocated(namespace, objects.claim_name, cpus, timeout, pod)}
 
     def printed() -> bool:
         seen["pod"] = objects.get(objects.pod) or {}
@@ -206,31 +207,38 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[s
             return True
         if phase != "Running":
             return False
-        seen["log"] = api.pod_log(namespace, name, container=manifests.CONTAINER, tail_lines=10000)
+        seen["log"] = api.pod_log(namespace, objects.pod_name, container=manifests.CONTAINER, tail_lines=10000)
         return manifests.MARK + "end" in seen["log"]
 
     ran = _wait_for(now, pause, timeout, printed)
     pod, claim = seen.get("pod") or {}, seen.get("claim") or {}
     if not ran or (pod.get("status") or {}).get("phase") != "Running":
         return {"failed": True, "claim": claim, "pod": pod, "report": [size_line],
-                "msg": report.not_started(namespace, name, pod, timeout,
+                "msg": report.not_started(namespace, objects.pod_name, pod, timeout,
                                           objects.pod_events((pod.get("metadata") or {}).get("uid")))}
     try:
-        pinned = read_pinned(api, {"pod": name, "namespace": namespace, "driver_namespace": params["driver_namespace"],
-                                   "release_name": params["release_name"], "log_lines": 5000})
+        pinned = read_pinned(api, {"pod": objects.pod_name, "namespace": namespace, "log_lines": 5000,
+                                   "driver_namespace": params["driver_namespace"],
+                                   "release_name": params["release_name"]})
     except KubeRequestError as exc:
         pinned = {"failed": True, "msg": exc.message}
-    pinned_cpus = (pinned.get("containers") or {}).get(manifests.CONTAINER)
-    seen_out = readout.judge(seen.get("log") or "", claim, cpus, mode, pinned_cpus,
-                             params["allow_missing_metadata"], result["metadata_file"])
     results = readout.allocated_devices(claim)
-    lines = [size_line, report.allocation_line(cpus, results, pod, mode, numa)]
-    lines += report.readout_lines(seen_out, result["metadata_file"], pinned)
-    out: dict[str, Any] = {"claim": claim, "pod": pod, "node": (pod.get("spec") or {}).get("nodeName"),
-                           "pod_phase": (pod.get("status") or {}).get("phase"),
+    seen_out = readout.judge(seen.get("log") or "", claim, cpus, mode,
+                             (pinned.get("containers") or {}).get(manifests.CONTAINER), params,
+                             result["metadata_file"], readout.placement_of(results, devices, mode))
+    node = (pod.get("spec") or {}).get("nodeName")
+    out: dict[str, Any] = {"claim": claim, "pod": pod, "node": node, "pod_phase": (pod.get("status") or {}).get("phase"),
                            "qos_class": (pod.get("status") or {}).get("qosClass"), "readout": seen_out,
-                           "pinned": pinned, "log": seen.get("log"), "report": lines,
-                           "passed": not seen_out["problems"]}
+                           "pinned": pinned, "log": seen.get("log")}
+    lines = [size_line, report.allocation_line(objects.claim_name, cpus, results, pod, mode, result["numa_attribute"])]
+    lines += report.readout_lines(seen_out, result["metadata_file"], pinned)
+    if result["claim_only"]:
+        status, status_problems = kep5517.claim_status(pod, objects.claim_name, cpus)
+        probe, probe_problem = _probe(api, objects, params, node or "", cpus, now, pause)
+        seen_out["problems"] += status_problems + ([probe_problem] if probe_problem else [])
+        out["node_allocatable"] = {"claim_status": status, "probe": probe}
+        lines += report.node_allocatable_lines(status, probe, cpus)
+    out.update(report=lines, passed=not seen_out["problems"])
     if seen_out["problems"]:
         out.update(failed=True, msg="the claim was allocated and its pod runs, but what its container sees is not "
                    "what KubeVirt's virt-launcher needs: %s" % "; ".join(seen_out["problems"]))
@@ -247,4 +255,4 @@ def run_verify(params: dict[str, Any], check_mode: bool, source: Any, get_client
         return verify(RawApi(client.client), params, check_mode)
     except KubeRequestError as exc:
         return {"failed": True, "changed": False,
-                "msg": "cannot verify claim %s/%s: %s" % (params["namespace"], params["name"], exc.message)}
+                "msg": "cannot verify VMI %s/%s's claim: %s" % (params["namespace"], params["name"], exc.message)}

@@ -1,13 +1,22 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""How many CPUs verify's test claim asks for, and why, in one line of the report (pure; no cluster).
+"""The VMI verify stands for, and the host CPUs its claim asks for (pure; no cluster).
 
-Owns the three ways a size is given and their precedence: a VM (``vm_vcpus`` > 0, sized by KubeVirt's
-formula, ``common/kubevirt_sizes.host_cpus``: vCPUs + IO threads + emulator-thread CPUs), else an
-explicit ``cpus`` (> 0), else the topology's largest NUMA-aligned claim (``max_vm_host_cpus``: one
-device in grouped mode, at most 32 CPU devices of one cell in individual mode). Both a VM and
-``cpus`` is a contradiction and refused, naming both. The claim's size is what KubeVirt's
-virt-controller would ask for that VM; verify proves that claim, not a guess of it.
+Owns the VM's CPU fields as KubeVirt reads them from ``spec.domain.cpu`` (``cores``, ``sockets``,
+``threads``, ``isolateEmulatorThread``, ``ioThreads.supplementalPoolThreadCount``, the even-parity
+annotation) and KubeVirt's claim size for them (VEP 152 as merged, ``common/kubevirt_sizes.host_cpus``:
+``hostCPUs = cores x sockets x threads + IO threads + emulator-thread CPUs``), the three ways a size is
+given and their precedence:
+
+* the VM's ``vm_cores`` (> 0; ``vm_vcpus``, deprecated, is the same as cores on one socket and thread):
+  hostCPUs by the formula;
+* else ``cpus`` (> 0): a VMI of that many cores and nothing else (one claim of exactly ``cpus``);
+* else the largest VM that fits the largest claim the driver publishes (``max_vm_host_cpus``, one device
+  in grouped mode), with the sockets, threads and extras given.
+
+``cpus`` together with any VM field is a contradiction and refused, naming both, as is a negative count
+or a socket/thread count below 1. The claim is what KubeVirt's virt-controller would ask for that VMI;
+verify proves that claim, not a guess of it.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -19,66 +28,99 @@ from typing import Any
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.kubevirt_sizes import (
     emulator_thread_cpus,
     host_cpus,
+    largest_vm,
 )
 
 # option -> the role variable that sets it (messages name both)
 VARIABLES = {
     "cpus": "dra_cpu_verify_cpus",
+    "vm_cores": "dra_cpu_verify_vm_cores",
+    "vm_sockets": "dra_cpu_verify_vm_sockets",
+    "vm_threads": "dra_cpu_verify_vm_threads",
     "vm_vcpus": "dra_cpu_verify_vm_vcpus",
     "vm_io_threads": "dra_cpu_verify_vm_io_threads",
     "vm_isolate_emulator_thread": "dra_cpu_verify_vm_isolate_emulator_thread",
     "vm_even_parity": "dra_cpu_verify_vm_even_parity",
     "timeout": "dra_cpu_verify_timeout",
 }
+VM_FIELDS = ("vm_cores", "vm_vcpus", "vm_io_threads", "vm_isolate_emulator_thread", "vm_even_parity")
 
 
-def _named(option: str) -> str:
+def named(option: str) -> str:
+    """``option (role variable)``, as every message of verify names an input."""
     return "%s (%s)" % (option, VARIABLES[option]) if option in VARIABLES else option
+
+
+def _int(params: dict[str, Any], option: str, default: int = 0) -> int:
+    value = params.get(option)
+    return default if value is None else int(value)
 
 
 def check_size_params(params: dict[str, Any]) -> list[str]:
     """Problems with the size options, each naming the option, its role variable and the value."""
     problems = []
-    for option in ("cpus", "vm_vcpus", "vm_io_threads"):
-        value = params.get(option) or 0
-        if value < 0:
-            problems.append("%s: %s is negative" % (_named(option), value))
+    for option in ("cpus", "vm_cores", "vm_vcpus", "vm_io_threads"):
+        if _int(params, option) < 0:
+            problems.append("%s: %s is negative" % (named(option), params[option]))
+    for option in ("vm_sockets", "vm_threads"):
+        if _int(params, option, 1) < 1:
+            problems.append("%s: %s is below 1" % (named(option), params[option]))
     if (params.get("timeout") or 0) <= 0:
-        problems.append("%s: %s is not positive" % (_named("timeout"), params.get("timeout")))
-    vcpus = params.get("vm_vcpus") or 0
-    if vcpus > 0 and (params.get("cpus") or 0) > 0:
-        problems.append("%s: %s and %s: %s both size the claim: give the VM or the CPUs, not both"
-                        % (_named("cpus"), params["cpus"], _named("vm_vcpus"), vcpus))
-    if vcpus <= 0:
-        for option in ("vm_io_threads", "vm_isolate_emulator_thread", "vm_even_parity"):
-            if params.get(option):
-                problems.append("%s: %s needs %s > 0 (a VM to size)" % (_named(option), params[option],
-                                                                        _named("vm_vcpus")))
+        problems.append("%s: %s is not positive" % (named("timeout"), params.get("timeout")))
+    if _int(params, "vm_cores") > 0 and _int(params, "vm_vcpus") > 0:
+        problems.append("%s: %s and %s: %s both give the VM's cores: give vm_cores only (vm_vcpus is deprecated)"
+                        % (named("vm_cores"), params["vm_cores"], named("vm_vcpus"), params["vm_vcpus"]))
+    if _int(params, "vm_vcpus") > 0 and (_int(params, "vm_sockets", 1) > 1 or _int(params, "vm_threads", 1) > 1):
+        problems.append("%s: %s counts every vCPU on one socket and thread: give %s with %s/%s instead"
+                        % (named("vm_vcpus"), params["vm_vcpus"], named("vm_cores"), "vm_sockets", "vm_threads"))
+    if _int(params, "cpus") > 0:
+        given = [o for o in VM_FIELDS + ("vm_sockets", "vm_threads")
+                 if params.get(o) and (o not in ("vm_sockets", "vm_threads") or _int(params, o, 1) > 1)]
+        if given:
+            problems.append("%s: %s and %s: %s both size the claim: give the VM or the CPUs, not both"
+                            % (named("cpus"), params["cpus"], named(given[0]), params[given[0]]))
     return problems
 
 
-def claim_size(params: dict[str, Any], topology: dict[str, Any]) -> tuple[int, str]:
-    """``(CPUs of the claim, the report's sizing line)``; 0 CPUs when the topology has none to give."""
-    vcpus = params.get("vm_vcpus") or 0
-    if vcpus > 0:
-        io_threads = params.get("vm_io_threads") or 0
-        isolate = bool(params.get("vm_isolate_emulator_thread"))
-        even = bool(params.get("vm_even_parity"))
-        cpus = host_cpus(vcpus, io_threads, isolate, even)
-        parts = ["%d vCPUs" % vcpus]
-        if io_threads:
-            parts.append("%d IO threads" % io_threads)
-        emulator = emulator_thread_cpus(vcpus, io_threads, isolate, even)
-        if isolate:
-            parts.append("%d for the isolated emulator thread%s" % (emulator, " (even parity)" if even else ""))
-        return cpus, ("claim sized for a VM by KubeVirt's formula (hostCPUs = vCPUs + IO threads + "
-                      "emulator-thread CPUs): %s = %d host CPUs" % (" + ".join(parts), cpus))
-    if (params.get("cpus") or 0) > 0:
-        return int(params["cpus"]), "claim of %d CPUs (dra_cpu_verify_cpus)" % params["cpus"]
+def vmi(params: dict[str, Any], topology: dict[str, Any]) -> dict[str, Any]:
+    """The VMI's CPU fields and its claim size: ``{cores, sockets, threads, vcpus, io_threads,
+    isolate_emulator_thread, even_parity, emulator_thread_cpus, host_cpus, sized_by}``; ``host_cpus``
+    is 0 when no VM of the given shape fits what the driver publishes."""
+    sockets, threads = _int(params, "vm_sockets", 1), _int(params, "vm_threads", 1)
+    io_threads = _int(params, "vm_io_threads")
+    isolate, even = bool(params.get("vm_isolate_emulator_thread")), bool(params.get("vm_even_parity"))
+    cores = _int(params, "vm_cores") or _int(params, "vm_vcpus")
     largest = int(topology.get("max_vm_host_cpus") or 0)
-    return largest, ("claim of %d CPUs, the largest NUMA-aligned claim the driver publishes "
-                     "(max_vm_host_cpus)" % largest)
+    if cores > 0:
+        sized_by = "as given (%s)" % ("dra_cpu_verify_vm_cores" if params.get("vm_cores") else "dra_cpu_verify_vm_vcpus")
+    elif _int(params, "cpus") > 0:
+        cores, sized_by = _int(params, "cpus"), "a VM of dra_cpu_verify_cpus cores"
+    else:
+        per_core = sockets * threads
+        cores = largest_vm(largest, io_threads, isolate, even) // per_core
+        # fewer cores can leave room for the even-parity CPU the larger VM lacked
+        while cores > 0 and host_cpus(cores * per_core, io_threads, isolate, even) > largest:
+            cores -= 1
+        sized_by = "the largest VM that fits the largest claim the driver publishes (max_vm_host_cpus %d)" % largest
+    vcpus = cores * sockets * threads
+    out = {"cores": cores, "sockets": sockets, "threads": threads, "vcpus": vcpus, "io_threads": io_threads,
+           "isolate_emulator_thread": isolate, "even_parity": even, "sized_by": sized_by,
+           "emulator_thread_cpus": emulator_thread_cpus(vcpus, io_threads, isolate, even) if vcpus else 0,
+           "host_cpus": host_cpus(vcpus, io_threads, isolate, even) if vcpus else 0}
+    return out
 
 
-NO_CPUS = ("the driver publishes no allocatable CPUs (max_vm_host_cpus is 0): check dra_cpu_reserved_cpus "
-           "against the nodes' CPUs")
+def sizing_line(name: str, vm: dict[str, Any]) -> str:
+    """The report's line: the VMI verify stands for and hostCPUs' breakdown."""
+    parts = ["%d vCPUs (cores %d x sockets %d x threads %d)" % (vm["vcpus"], vm["cores"], vm["sockets"], vm["threads"])]
+    if vm["io_threads"]:
+        parts.append("%d supplemental IO threads" % vm["io_threads"])
+    if vm["isolate_emulator_thread"]:
+        parts.append("%d for the isolated emulator thread%s" % (vm["emulator_thread_cpus"],
+                                                                " (even parity)" if vm["emulator_thread_cpus"] == 2 else ""))
+    return ("VMI %s (dedicatedCpuPlacement), %s: hostCPUs = %s = %d" % (name, vm["sized_by"], " + ".join(parts),
+                                                                        vm["host_cpus"]))
+
+
+NO_CPUS = ("no VM of that shape fits the largest claim the driver publishes (max_vm_host_cpus %d): check "
+           "dra_cpu_reserved_cpus against the nodes' CPUs, or the VM's dra_cpu_verify_vm_* fields")

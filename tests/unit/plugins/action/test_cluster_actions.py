@@ -74,7 +74,7 @@ CASES = [
     ("cpu_topology", {"wait": False, "min_cell_cpus": 99}, topology_cluster),              # fails, topology kept
     ("cpu_topology", {"timeout": 0}, topology_cluster),
     ("target_cluster", {}, FakeCluster),
-    ("verify", {"cpus": 2, "vm_vcpus": 2}, FakeCluster),                                  # fails before any call
+    ("verify", {"cpus": 2, "vm_cores": 2}, FakeCluster),                                  # fails before any call
     ("verify", {"cpus": "many"}, FakeCluster),                                            # argument spec
 ]
 

@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import claim_limits
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import render_table
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import INDIVIDUAL_WARNING, render_table
 
 
 def _slice(node, devices, index=0, count=1):
@@ -64,7 +64,7 @@ def test_individual_one_cell_of_78_gives_32_not_78():
     assert topology["largest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 78}
     assert claims(topology) == (32, 32, 32)
     # one node: no largest/smallest cell line (its rows show the cells)
-    assert render_table(topology)[-2:] == [
+    assert render_table(topology)[-3:-1] == [
         "largest VM that fits: 32 host CPUs on one node (at most 32 devices, one per CPU) = 32 vCPUs, "
         "31 with isolateEmulatorThread (31 with even parity)",
         "largest NUMA-aligned VM: 32 host CPUs (all its devices from one NUMA cell) = 32 vCPUs, "
@@ -84,7 +84,7 @@ def test_individual_small_cells_are_not_cut():
     topology = t.build_topology(individual_slices("node01", 12, 2, reserved={0, 1}))
     assert [c["allocatable_cpus"] for c in topology["nodes"]["node01"]["cells"]] == [4, 6]
     assert claims(topology) == (6, 10, 32)
-    assert render_table(topology)[-2:] == [
+    assert render_table(topology)[-3:-1] == [
         "largest VM that fits: 10 host CPUs on one node (at most 32 devices, one per CPU) = 10 vCPUs, "
         "9 with isolateEmulatorThread (9 with even parity)",
         "largest NUMA-aligned VM: 6 host CPUs (all its devices from one NUMA cell) = 6 vCPUs, "
@@ -116,7 +116,8 @@ def test_mixed_modes_take_the_largest_of_each_node():
     topology = t.build_topology(items)
     assert topology["mode"] == "mixed"
     assert claims(topology) == (40, 40, 32)
-    assert render_table(topology)[-3] == (
+    assert render_table(topology)[-2] == INDIVIDUAL_WARNING
+    assert render_table(topology)[-4] == (
         "largest VM that fits: 40 host CPUs on one node (one device on a grouped node, "
         "at most 32 devices, one per CPU, on an individual-mode node) = 40 vCPUs, "
         "39 with isolateEmulatorThread (39 with even parity)")

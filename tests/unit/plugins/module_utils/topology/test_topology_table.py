@@ -5,7 +5,8 @@ template printed before the rendering moved into the module: the template is kep
 The largest-VM line is the exception: its prefix is the template's, but what follows it now says why,
 per device mode (a grouped claim is one device; an individual-mode claim holds at most 32 devices,
 Kubernetes' AllocationResultsMaxSize, and is one line for the node and one NUMA-aligned), and then the
-same size in KubeVirt's vCPUs (common/kubevirt_sizes.py). And the
+same size in KubeVirt's vCPUs (common/kubevirt_sizes.py); in individual mode a warning follows (KubeVirt's
+synthesized claims need grouped mode, VEP 152 as merged). And the
 template's largest/smallest cell line is left out for a single node, whose rows show the same cells."""
 from __future__ import absolute_import, division, print_function
 
@@ -17,7 +18,11 @@ import jinja2
 import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import EMPTY, render_table
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import (
+    EMPTY,
+    INDIVIDUAL_WARNING,
+    render_table,
+)
 
 # roles/dra_cpu/tasks/topology.yml until the table moved into the module (the `>-` scalar folded)
 ROLE_TEMPLATE = (
@@ -62,7 +67,7 @@ def role_lines(topology, sizing):
 FIXTURES = {
     "reference_grouped_numanode.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA + VCPUS_6],
     "reference_individual.yaml": ["largest VM that fits: 10 host CPUs " + INDIVIDUAL_NODE + VCPUS_10,
-                                  "largest NUMA-aligned VM: 6 " + ALIGNED + VCPUS_6],
+                                  "largest NUMA-aligned VM: 6 " + ALIGNED + VCPUS_6, INDIVIDUAL_WARNING],
     "grouped_socket_smt.yaml": ["largest VM that fits: 8 host CPUs, all from one device ("
                                 "one socket)" + VCPUS_8],
     # a release the role no longer installs (validate refuses machine grouping), still read and reported
@@ -70,7 +75,7 @@ FIXTURES = {
                              "the machine)" + VCPUS_10],
     # cells of 78 and 80 CPUs, 158 on the node: one claim gets 32 devices, Kubernetes' limit
     "individual_smt_chunks.yaml": ["largest VM that fits: 32 host CPUs " + INDIVIDUAL_NODE + VCPUS_32,
-                                   "largest NUMA-aligned VM: 32 " + ALIGNED + VCPUS_32],
+                                   "largest NUMA-aligned VM: 32 " + ALIGNED + VCPUS_32, INDIVIDUAL_WARNING],
     "two_generations.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA + VCPUS_6],
     "v010_names_two_nodes.yaml": ["largest VM that fits: 6 host CPUs" + GROUPED_NUMA + VCPUS_6],
 }

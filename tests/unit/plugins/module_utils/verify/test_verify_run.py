@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""verify's run against a fake API server that keeps the objects it is given: the order of the calls, the
+"""verify's run (VEP 152 as merged: claim <vmi>-cpu, pod virt-launcher-<vmi>; KEP-5517's claim-only pod) against a fake API server that keeps the objects it is given: the order of the calls, the
 claim and pod it creates, the readout read from the pod's log, and the test objects removed whatever
 happens (a failed judgement, a claim never allocated, an API error after the creation)."""
 from __future__ import absolute_import, division, print_function
@@ -18,30 +18,33 @@ CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 PODS = "/api/v1/namespaces/default/pods"
 UID = "claim-uid"
 TOPO = {"mode": "grouped", "max_vm_host_cpus": 6, "nodes": {"real01": {}}}
-POOL = {"name": "node01", "generation": 1, "resourceSliceCount": 1}
+POOL = {"name": "real01", "generation": 1, "resourceSliceCount": 1}
 DEVICE = {"name": "cpudevnuma001", "attributes": {"numaNodeID": {"int": 1}, "resource.kubernetes.io/numaNode": {"int": 1}}}
-SLICES = [{"spec": {"driver": "dra.cpu", "nodeName": "node01", "pool": POOL, "devices": [DEVICE]}}]
+SLICES = [{"spec": {"driver": "dra.cpu", "nodeName": "real01", "pool": POOL, "devices": [DEVICE]}}]
 
 
 def container_log(metadata=True):
     meta = json.dumps({"apiVersion": "metadata.resource.k8s.io/v1beta1", "kind": "DeviceMetadata",
-                       "requests": [{"name": "req-cpu", "devices": [{"driver": "dra.cpu", "pool": "real01",
+                       "requests": [{"name": "cpu", "devices": [{"driver": "dra.cpu", "pool": "real01",
                                      "name": "cpudevnuma001", "attributes": {
                                          "resource.kubernetes.io/numaNode": {"int": 1},
                                          "dra.cpu/allocatedNumCPUs": {"int": 6}}}]}]})
     m = "@@dra-cpu-verify "
     return "\n".join([m + "metadata", meta if metadata else m + "missing", m + "status", "Cpus_allowed_list:\t6-11",
-                      m + "cgroup", "", m + "online", "0-11", m + "env", "DRA_CPUSET_%s=6-11" % UID, m + "end", ""])
+                      m + "cgroup", "", m + "online", "0-11", m + "nodes",
+                      "/sys/devices/system/node/node1/cpulist 6-11", m + "packages", "", m + "env", "DRA_CPUSET_%s=6-11" % UID, m + "end", ""])
 
 
 class FakeApi(object):
     """Objects by path; a created claim is allocated and a created pod runs after ``delay`` polls."""
 
-    def __init__(self, allocate=True, run=True, log=None, fail_post_pod=False):
+    def __init__(self, allocate=True, run=True, log=None, fail_post_pod=False, accounted=True, claim_status=None):
         self.objects = {}
         self.calls = []
         self.allocate, self.run, self.log = allocate, run, log if log is not None else container_log()
         self.fail_post_pod = fail_post_pod
+        # KEP-5517: whether the scheduler counts the claim's CPUs, and the launcher pod's status entry
+        self.accounted, self.claim_status = accounted, claim_status
 
     def get_json(self, path, query=None, timeout=None):
         self.calls.append(("GET", path))
@@ -55,15 +58,30 @@ class FakeApi(object):
                 "spec": {"selector": {"matchLabels": {"app": "d"}}}}]}
         if path == "/api/v1/namespaces/dra-driver-cpu/pods":
             return {"items": [{"metadata": {"name": "drv"}, "spec": {"nodeName": "real01"}}]}
+        if path == "/api/v1/nodes/real01":
+            return {"metadata": {"name": "real01"}, "status": {"allocatable": {"cpu": "12"}}}
+        if path == "/api/v1/pods":
+            return {"items": [{"spec": {"containers": [{"resources": {"requests": {"cpu": "100m"}}}]},
+                               "status": {"phase": "Running"}},
+                              {"spec": {"containers": [{"resources": {"requests": {"cpu": "1m"}}}]},
+                               "status": {"phase": "Running"}}]}
         if path not in self.objects:
             raise KubeRequestError("not found", status=404)
         obj = self.objects[path]
+        if path == PODS + "/dra-cpu-verify-probe":
+            if self.accounted:
+                obj["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+            else:
+                obj["spec"]["nodeName"] = "real01"
+            return json.loads(json.dumps(obj))
         if path.startswith(CLAIMS) and self.allocate:
             obj.setdefault("status", {})["allocation"] = {"devices": {"results": [
-                {"request": "req-cpu", "driver": "dra.cpu", "pool": "real01", "device": "cpudevnuma001"}]}}
+                {"request": "cpu", "driver": "dra.cpu", "pool": "real01", "device": "cpudevnuma001"}]}}
         if path.startswith(PODS) and self.run:
             obj["spec"]["nodeName"] = "real01"
             obj["status"] = {"phase": "Running", "qosClass": "Guaranteed"}
+            if self.claim_status is not None:
+                obj["status"]["nodeAllocatableResourceClaimStatuses"] = self.claim_status
         elif path.startswith(PODS):
             obj["spec"]["nodeName"] = "real01"
             obj["status"] = {"phase": "Pending", "containerStatuses": [
@@ -90,7 +108,7 @@ class FakeApi(object):
     def pod_log(self, namespace, pod, container=None, tail_lines=20, previous=False):
         self.calls.append(("LOG", "%s/%s" % (namespace, pod)))
         if namespace == "dra-driver-cpu":
-            return ('I1 nri.go:1] %s pod="default/dra-cpu-verify" container="compute" cpus="6-11"\n' % PINNED_MESSAGE)
+            return ('I1 nri.go:1] %s pod="default/virt-launcher-dra-cpu-verify" container="compute" cpus="6-11"\n' % PINNED_MESSAGE)
         return self.log
 
 
@@ -118,49 +136,74 @@ def verify(api, check_mode=False, **params):
     return V.verify(api, dict(PARAMS, **params), check_mode, clock=clock, sleep=clock.sleep)
 
 
+LAUNCHER = PODS + "/virt-launcher-dra-cpu-verify"
+CLAIM = CLAIMS + "/dra-cpu-verify-cpu"
+PROBE = PODS + "/dra-cpu-verify-probe"
+
+
 def test_a_proven_claim_reports_and_removes_its_objects():
     api = FakeApi()
     r = verify(api)
     assert not r.get("failed"), r
     assert r["passed"] is True and r["cpus"] == 6 and r["node"] == "real01" and r["cleanup"] == ["deleted"]
+    assert (r["claim_name"], r["pod_name"], r["claim_only"]) == ("dra-cpu-verify-cpu", "virt-launcher-dra-cpu-verify", False)
     assert api.objects == {}
     posts = [c for c in api.calls if c[0] == "POST"]
     assert posts == [("POST", CLAIMS), ("POST", PODS)]
-    # earlier objects removed before the creation, then both after, pod first
+    # earlier objects removed before the creation, then all after, pods first
     deletes = [c[1] for c in api.calls if c[0] == "DELETE"]
-    assert deletes == [PODS + "/dra-cpu-verify", CLAIMS + "/dra-cpu-verify"] * 2
-    assert r["report"][1].startswith("claim for 6 CPUs allocated: node real01, device cpudevnuma001")
+    assert deletes == [PROBE, LAUNCHER, CLAIM] * 2
+    assert r["report"][0].startswith("VMI default/dra-cpu-verify (dedicatedCpuPlacement), the largest VM that fits")
+    assert r["report"][1].startswith("claim dra-cpu-verify-cpu for 6 CPUs allocated: node real01, device cpudevnuma001")
+    assert "in compute, what virt-launcher reads: DRA_CPUSET_claim-uid=6-11" in r["report"]
     assert "its container pinned to CPUs 6-11 (the driver's log on real01)" in r["report"]
     assert r["ansible_facts"]["dra_cpu_topology"]["max_vm_host_cpus"] == 6
+    # the simulated hardware: CPUs 6-11 are CPUs of the kernel here (online 0-11), NUMA node 1 holds them
+    assert r["readout"]["cpuset_compared"] and r["readout"]["placement"]["kernel_cpus"] == "6-11"
 
 
-def test_a_vm_sizes_the_claim():
-    api = FakeApi()
-    r = verify(api, vm_vcpus=5, vm_isolate_emulator_thread=True)
-    assert r["cpus"] == 6 and "5 vCPUs + 1 for the isolated emulator thread = 6 host CPUs" in r["sizing"]
-    assert r["claim_manifest"]["spec"]["devices"]["requests"][0]["exactly"]["capacity"] == {"requests": {"dra.cpu/cpu": "6"}}
+def test_the_manifests_are_virt_controllers():
+    r = verify(FakeApi(), vm_cores=5, vm_isolate_emulator_thread=True)
+    assert r["cpus"] == 6 and "5 vCPUs (cores 5 x sockets 1 x threads 1) + 1 for the isolated emulator thread = 6" in r["sizing"]
+    assert r["vmi"]["name"] == "dra-cpu-verify" and r["vmi"]["host_cpus"] == 6
+    assert r["claim_manifest"]["metadata"]["name"] == "dra-cpu-verify-cpu"
+    assert r["claim_manifest"]["spec"]["devices"]["requests"] == [{"name": "cpu", "exactly": {
+        "deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": "6"}}}}]
+    pod = r["pod_manifest"]
+    assert pod["metadata"]["name"] == "virt-launcher-dra-cpu-verify"
+    assert pod["spec"]["resourceClaims"] == [{"name": "cpu-dra", "resourceClaimName": "dra-cpu-verify-cpu"}]
+    assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "6"
 
 
-def test_missing_metadata_fails_and_still_cleans_up():
-    api = FakeApi(log=container_log(metadata=False))
-    r = verify(api)
-    assert r["failed"] and "virt-launcher fails a VM" in r["msg"] and api.objects == {}
-    r = verify(FakeApi(log=container_log(metadata=False)), allow_missing_metadata=True)
+def test_missing_metadata_passes_and_is_reported():
+    r = verify(FakeApi(log=container_log(metadata=False)))
     assert not r.get("failed"), r
+    assert any("no KEP-5304 device metadata" in line and "not read by KubeVirt's CPU path" in line for line in r["report"])
+    api = FakeApi(log=container_log(metadata=False))
+    r = verify(api, require_metadata=True)
+    assert r["failed"] and "dra_cpu_verify_require_metadata" in r["msg"] and api.objects == {}
+
+
+def test_the_deprecated_metadata_option_warns_and_does_nothing():
+    r = verify(FakeApi(log=container_log(metadata=False)), allow_missing_metadata=False)
+    assert not r.get("failed"), r
+    assert r["warnings"] == [V.DEPRECATED_METADATA_OPTION]
+    assert "warnings" not in verify(FakeApi())
 
 
 def test_an_unallocated_claim_fails_with_the_scheduler_and_cleans_up():
     api = FakeApi(allocate=False)
     r = verify(api, timeout=10)
-    assert r["failed"] and r["msg"].startswith("ResourceClaim default/dra-cpu-verify (dra.cpu, 6 CPUs) was not allocated within 10s")
+    assert r["failed"] and r["msg"].startswith(
+        "ResourceClaim default/dra-cpu-verify-cpu (dra.cpu, 6 CPUs) was not allocated within 10s")
     assert api.objects == {}
 
 
 def test_a_pod_that_does_not_start_fails_with_its_events():
     api = FakeApi(run=False)
     r = verify(api, timeout=10)
-    assert r["failed"] and "is Pending after 10s" in r["msg"] and "ImagePullBackOff" in r["msg"]
-    assert "Back-off pulling image" in r["msg"] and api.objects == {}
+    assert r["failed"] and "pod default/virt-launcher-dra-cpu-verify on node real01 is Pending after 10s" in r["msg"]
+    assert "ImagePullBackOff" in r["msg"] and "Back-off pulling image" in r["msg"] and api.objects == {}
 
 
 def test_an_api_error_after_the_claim_was_created_still_removes_it():
@@ -174,28 +217,67 @@ def test_check_mode_creates_nothing():
     api = FakeApi()
     r = verify(api, check_mode=True)
     assert not r.get("failed") and [c for c in api.calls if c[0] != "GET"] == []
-    assert r["report"][1].startswith("check mode: would create ResourceClaim default/dra-cpu-verify for 6 CPUs of one device")
+    assert r["report"][1] == (
+        "check mode: would create ResourceClaim default/dra-cpu-verify-cpu (request cpu, device class dra.cpu, "
+        "dra.cpu/cpu: 6, one device) and pod virt-launcher-dra-cpu-verify (container compute, pod claim cpu-dra, "
+        "CPU requests = limits = 6), read what its container sees, and delete both")
 
 
 def test_bad_input_fails_before_any_call():
     api = FakeApi()
-    r = verify(api, cpus=2, vm_vcpus=2)
+    r = verify(api, cpus=2, vm_cores=2)
     assert r["failed"] and "dra_cpu_verify_cpus" in r["msg"] and api.calls == []
 
 
-def test_individual_mode_keeps_the_count_on_one_numa_node(monkeypatch):
+def test_individual_mode_fails_before_any_change_unless_the_escape_hatch_is_asked_for(monkeypatch):
+    """KubeVirt synthesizes grouped claims only; upstream is deprecating individual mode."""
     monkeypatch.setattr(V, "_topology", lambda *a: (dict(TOPO, mode="individual"), None))
-    r = verify(FakeApi(), check_mode=True)
-    assert r["numa_attribute"] == "resource.kubernetes.io/numaNode"
+    api = FakeApi()
+    r = verify(api)
+    assert r["failed"] and r["msg"] == V.INDIVIDUAL_MODE and [c for c in api.calls if c[0] != "GET"] == []
+    assert "dra_cpu_verify_individual_claim=true" in r["msg"] and "grouped claims only" in r["msg"]
+    r = verify(FakeApi(), check_mode=True, individual_claim=True)
+    assert not r.get("failed") and r["numa_attribute"] == "resource.kubernetes.io/numaNode"
     assert "matchAttribute resource.kubernetes.io/numaNode" in r["report"][1]
 
 
-def test_no_cpus_fails(monkeypatch):
+def test_no_vm_fits_fails(monkeypatch):
     monkeypatch.setattr(V, "_topology", lambda *a: (dict(TOPO, max_vm_host_cpus=0), None))
     r = verify(FakeApi())
-    assert r["failed"] and "max_vm_host_cpus is 0" in r["msg"]
+    assert r["failed"] and "max_vm_host_cpus 0" in r["msg"]
 
 
 def test_a_topology_failure_is_the_message(monkeypatch):
     monkeypatch.setattr(V, "_topology", lambda *a: ({}, "timed out"))
     assert verify(FakeApi())["msg"] == "timed out"
+
+
+STATUS = [{"resourceClaimName": "dra-cpu-verify-cpu", "containers": ["compute"],
+           "mapping": [{"name": "cpu", "quantity": "6"}]}]
+
+
+@pytest.fixture
+def kep5517(monkeypatch):
+    monkeypatch.setattr(V, "_topology", lambda *a: (dict(TOPO, node_allocatable_mapping=True), None))
+
+
+def test_kep5517_claim_only_pod_its_status_and_the_accounting_probe(kep5517):
+    api = FakeApi(claim_status=STATUS)
+    r = verify(api)
+    assert not r.get("failed"), r
+    assert r["claim_only"] and r["pod_manifest"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1m"
+    # 12 CPUs allocatable - 100m (another pod) - 1m (the launcher pod): what is left without the claim
+    probe = r["node_allocatable"]["probe"]
+    assert probe == {"name": "dra-cpu-verify-probe", "cpu_millis": 11899, "outcome": "unschedulable"}
+    assert [c for c in api.calls if c[0] == "POST"] == [("POST", CLAIMS), ("POST", PODS), ("POST", PODS)]
+    assert api.objects == {}
+    assert ("claim-only pod (KEP-5517): status.nodeAllocatableResourceClaimStatuses names claim dra-cpu-verify-cpu, "
+            "containers compute, mapping cpu 6") in r["report"]
+    assert any("stays Unschedulable beside it" in line for line in r["report"])
+
+
+def test_kep5517_unaccounted_claim_fails(kep5517):
+    r = verify(FakeApi(claim_status=STATUS, accounted=False))
+    assert r["failed"] and "was scheduled beside the claim" in r["msg"]
+    r = verify(FakeApi(claim_status=[]))
+    assert r["failed"] and "names no claim dra-cpu-verify-cpu (it has: none)" in r["msg"]

@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""KubeVirt's Beta path (KEP-5517, node-allocatable mappings): is the claim's CPU count really accounted?
+
+Owns, for a claim-only launcher pod (``manifests.pod_manifest(claim_only=True)``) on a driver that publishes
+``nodeAllocatableResources`` (``../shared/reference/kubevirt.md``, "Alpha vs Beta"):
+- ``claim_status``: ``pod.status.nodeAllocatableResourceClaimStatuses`` (k8s.io/api core/v1
+  ``NodeAllocatableResourceClaimStatus``, written by the scheduler) names the pod's claim, container
+  ``compute`` and a ``cpu`` mapping of the claim's CPUs;
+- the probe: while the claim's pod runs, a pod bound by affinity to the same node that asks for exactly the
+  CPU the node has left when the claim is NOT counted (allocatable minus every running pod's requests). It
+  would fit without the mapping; with the claim's CPUs accounted it must stay Unschedulable. The
+  scheduler's feature gate cannot be read through the API: this is where it shows.
+"""
+
+from __future__ import absolute_import, annotations, division, print_function
+
+__metaclass__ = type
+
+from typing import Any
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import TopologyError, parse_quantity
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
+    CONTAINER,
+    MANAGED_BY,
+    MEMORY,
+    POD_CLAIM,
+)
+
+DONE_PHASES = ("Succeeded", "Failed")
+
+
+def probe_name(vmi: str) -> str:
+    return "%s-probe" % vmi
+
+
+def _millis(value: Any) -> int:
+    try:
+        return int(round(float(parse_quantity(value)) * 1000))
+    except TopologyError:
+        return 0
+
+
+def claim_status(pod: dict[str, Any], claim: str, cpus: int) -> tuple[dict[str, Any] | None, list[str]]:
+    """``(the pod's status entry for the claim, problems)``; ``claim`` is the ResourceClaim's name (the pod's
+    reference ``cpu-dra`` is accepted too: the field names "the resource claim referenced by the pod")."""
+    entries = ((pod or {}).get("status") or {}).get("nodeAllocatableResourceClaimStatuses") or []
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("resourceClaimName") in (claim, POD_CLAIM)), None)
+    if entry is None:
+        return None, ["the pod's status.nodeAllocatableResourceClaimStatuses names no claim %s (it has: %s): the "
+                      "scheduler did not account the claim's CPUs (DRANodeAllocatableResources off in the scheduler?)"
+                      % (claim, ", ".join(str(e.get("resourceClaimName")) for e in entries if isinstance(e, dict))
+                         or "none")]
+    problems = []
+    if CONTAINER not in (entry.get("containers") or []):
+        problems.append("the claim's node-allocatable status names containers %s, not %s"
+                        % (entry.get("containers") or [], CONTAINER))
+    mapped = dict((m.get("name"), m.get("quantity")) for m in (entry.get("mapping") or []) if isinstance(m, dict))
+    if _millis(mapped.get("cpu")) != cpus * 1000:
+        problems.append("the claim's node-allocatable status maps cpu %s, the claim holds %d CPUs"
+                        % (mapped.get("cpu"), cpus))
+    return entry, problems
+
+
+def _requests_millis(pod: dict[str, Any]) -> int:
+    """A pod's effective CPU request: its containers' sum, or its largest init container's, plus overhead."""
+    spec = (pod or {}).get("spec") or {}
+
+    def cpu(container: dict[str, Any]) -> int:
+        return _millis((((container or {}).get("resources") or {}).get("requests") or {}).get("cpu") or 0)
+
+    total = sum(cpu(c) for c in spec.get("containers") or [])
+    init = max([cpu(c) for c in spec.get("initContainers") or []] or [0])
+    return max(total, init) + _millis((spec.get("overhead") or {}).get("cpu") or 0)
+
+
+def free_millis(node: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+    """The node's allocatable CPU minus the requests of its pods that still hold it (the claim not counted)."""
+    allocatable = _millis((((node or {}).get("status") or {}).get("allocatable") or {}).get("cpu") or 0)
+    used = sum(_requests_millis(p) for p in pods if ((p.get("status") or {}).get("phase") not in DONE_PHASES))
+    return allocatable - used
+
+
+def probe_manifest(name: str, namespace: str, node: str, millis: int, image: str,
+                   tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A pod that asks for ``millis`` of CPU on ``node`` (by affinity: the scheduler decides) and sleeps."""
+    amount = {"cpu": "%dm" % millis, "memory": MEMORY}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "tolerations": list(tolerations or []),
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}},
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65535, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": "probe", "image": image, "command": ["sleep", "86400"],
+                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                            "resources": {"requests": dict(amount), "limits": dict(amount)}}],
+        },
+    }
+
+
+def probe_outcome(pod: dict[str, Any]) -> str | None:
+    """``unschedulable``, ``scheduled`` or None (not decided yet)."""
+    if ((pod or {}).get("spec") or {}).get("nodeName"):
+        return "scheduled"
+    for condition in ((pod or {}).get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
+                and condition.get("reason") == "Unschedulable":
+            return "unschedulable"
+    return None
+
+
+def probe_problem(outcome: str | None, node: str, millis: int, cpus: int) -> str | None:
+    if outcome == "unschedulable":
+        return None
+    if outcome == "scheduled":
+        return ("a pod asking for %dm CPU, what node %s has left when the claim's %d CPUs are not counted, was "
+                "scheduled beside the claim: the scheduler does not account the claim's CPUs (its "
+                "DRANodeAllocatableResources feature gate is off?)" % (millis, node, cpus))
+    return ("a pod asking for %dm CPU on node %s was neither scheduled nor refused by the scheduler in time"
+            % (millis, node))
