@@ -191,5 +191,5 @@ def test_make_demo_uses_its_own_cluster_and_never_the_configured_one(tmp_path):
     # the demo's node is real: verify's pod ran on its kubelet, pinned by the driver (verify.yml's
     # report, folded over lines by the YAML callback, a quote doubled)
     report = " ".join(out.split()).replace("''", "'")
-    assert "allocated: node real01," in report and "test pod Running, QoS Guaranteed" in report, out[-6000:]
+    assert "allocated: node real01," in report and "pod virt-launcher-dra-cpu-verify Running, QoS Guaranteed" in report, out[-6000:]
     assert re.search(r"its container pinned to CPUs \S+ \(the driver's log on real01\)", report), out[-6000:]

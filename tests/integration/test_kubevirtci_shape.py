@@ -107,8 +107,8 @@ def test_verify_runs_on_node_1(shaped, host):
     r = run_playbook(shaped, "verify")
     assert r.rc == 0, r
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
-    assert "claim for 6 CPUs allocated: node real01" in text, text
-    assert "test pod Running, QoS Guaranteed" in text, text
+    assert "claim dra-cpu-verify-cpu for 6 CPUs allocated: node real01" in text, text
+    assert "pod virt-launcher-dra-cpu-verify Running, QoS Guaranteed" in text, text
     assert "its container pinned to CPUs 6-11 (the driver's log on real01)" in text, text
 
 

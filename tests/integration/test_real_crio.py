@@ -127,8 +127,8 @@ def test_verify_runs_on_crio(crio, installed):
     r = run_playbook(crio, "verify")
     assert r.rc == 0, r
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
-    assert f"claim for 6 CPUs allocated: node {NODE}" in text, text
-    assert "test pod Running, QoS Guaranteed" in text, text
+    assert f"claim dra-cpu-verify-cpu for 6 CPUs allocated: node {NODE}" in text, text
+    assert "pod virt-launcher-dra-cpu-verify Running, QoS Guaranteed" in text, text
     assert f"its container pinned to CPUs 6-11 (the driver's log on {NODE})" in text, text
 
 

@@ -153,21 +153,22 @@ def test_verify_proves_the_pod_starts_on_the_real_kubelet(mixed, installed, only
     r = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
     assert r.rc == 0, r
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
-    assert f"claim for 6 CPUs allocated: node {NODE}" in text, text
-    assert "test pod Running, QoS Guaranteed" in text, text
+    assert f"claim dra-cpu-verify-cpu for 6 CPUs allocated: node {NODE}" in text, text
+    assert "pod virt-launcher-dra-cpu-verify Running, QoS Guaranteed" in text, text
     # the 6 CPUs of cell 1 (6-11; the default size is max_vm_host_cpus, cell 0 has 4), as the driver
     # logs its NRI pinning (upstream nri_hooks.go CreateContainer "guaranteed CPUs found")
     assert f"its container pinned to CPUs 6-11 (the driver's log on {NODE})" in text, text
     # what virt-launcher reads, from inside the container: the main flavour's KEP-5304 metadata (the
     # library's file through its CDI bind mount) and DRA_CPUSET_<claim uid> through the driver's CDI spec
-    v = r.result("Verify that a KubeVirt-shaped dra.cpu claim")
+    v = r.result("Verify that the claim KubeVirt synthesizes")
     out = v["readout"]
     assert v["passed"] is True and out["problems"] == [], out
     assert [(d["pool"], d["name"], d["numa_node"]) for d in out["metadata"]["devices"]] == \
         [(NODE, "cpudevnuma001", 1)], out
     assert out["metadata"]["allocated_cpus"] == 6 and out["dra_cpuset"] == "6-11" == out["pinned"], out
-    assert "device metadata at /var/run/kubernetes.io/dra-device-attributes/resourceclaims/dra-cpu-verify/" \
-        "req-cpu/dra.cpu-metadata.json: 1 device(s), NUMA node 1" in text, text
+    assert "KEP-5304 device metadata at /var/run/kubernetes.io/dra-device-attributes/resourceclaims/" \
+        "dra-cpu-verify-cpu/cpu/dra.cpu-metadata.json: device cpudevnuma001, NUMA node 1" in text, text
+    assert f"in compute, what virt-launcher reads: DRA_CPUSET_{v['claim']['metadata']['uid']}=6-11" in text, text
 
 
 def test_verify_fails_with_the_events_when_the_pod_cannot_start(mixed, installed, only_real_node_schedulable):
@@ -176,7 +177,7 @@ def test_verify_fails_with_the_events_when_the_pod_cannot_start(mixed, installed
         VERIFY_ON_REAL, dra_cpu_verify_image="registry.k8s.io/pause:0.0.0-missing", dra_cpu_verify_timeout=20))
     assert r.rc != 0, r
     msg = " ".join(r.failure_messages())
-    assert f"the claim was allocated, but pod default/dra-cpu-verify on node {NODE} is Pending" in msg, msg
+    assert f"the claim was allocated, but pod default/virt-launcher-dra-cpu-verify on node {NODE} is Pending" in msg, msg
     assert "ImagePullBackOff" in msg or "ErrImagePull" in msg, msg
     assert "pause:0.0.0-missing" in msg, msg
 
@@ -207,41 +208,50 @@ def verify_text(r):
     return " ".join(str(res.get("msg", "")) for _, res in r.tasks())
 
 
-def test_the_v02_driver_writes_no_metadata_so_verify_fails_unless_accepted(mixed, installed):
+def test_the_v02_driver_writes_no_metadata_and_verify_passes_as_kubevirt_would(mixed, installed):
     """Both flavours of the driver (upstream main and v0.2.0, ../shared/reference/kubevirt.md "The driver
-    side of it"): v0.2.0 writes no KEP-5304 metadata, so verify fails by default with KubeVirt's reason
-    and passes with dra_cpu_verify_allow_missing_metadata. In individual mode the claim is kept on one
-    NUMA node by the attribute each flavour publishes: v0.2.0 has only dra.cpu/numaNodeID, main also
-    the standard resource.kubernetes.io/numaNode (read from the slices). Runs last: it reinstalls."""
+    side"): v0.2.0 writes no KEP-5304 metadata but injects DRA_CPUSET_<claim uid>, which is all KubeVirt's
+    CPU path reads (VEP 152 as merged), so verify passes by default and says the metadata is absent; it fails
+    only when dra_cpu_verify_require_metadata asks for it. In individual mode verify fails by default
+    (KubeVirt synthesizes grouped claims only); its escape-hatch claim is kept on one NUMA node by the
+    attribute each flavour publishes: v0.2.0 has only dra.cpu/numaNodeID, main also the standard
+    resource.kubernetes.io/numaNode (read from the slices). Runs last: it reinstalls."""
     v02 = dict(EVERY_NODE, dra_cpu_chart_version="0.2.0")
     try:
         r = run_playbook(mixed, "install", extra_vars=v02)
         assert r.rc == 0, r
         with taint_simulated(mixed):
-            v = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
+            ok = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
+            assert ok.rc == 0, ok
+            text = verify_text(ok)
+            assert "in compute: no KEP-5304 device metadata at " in text, text
+            assert "(not read by KubeVirt's CPU path; other DRA consumers read it)" in text, text
+            assert "in compute, what virt-launcher reads: DRA_CPUSET_" in text, text
+            assert f"its container pinned to CPUs 6-11 (the driver's log on {NODE})" in text, text
+
+            v = run_playbook(mixed, "verify", extra_vars=dict(VERIFY_ON_REAL, dra_cpu_verify_require_metadata=True))
             assert v.rc != 0, v
             msg = " ".join(v.failure_messages())
             assert "the driver wrote no KEP-5304 device metadata" in msg, msg
-            assert "KubeVirt's virt-launcher fails a VM" in msg and "releases after v0.2.0 write it" in msg, msg
-            assert "dra_cpu_verify_allow_missing_metadata=true" in msg, msg
+            assert "dra_cpu_verify_require_metadata asks for it" in msg and "releases after v0.2.0 write it" in msg, msg
             core, _ = apis(mixed)
-            assert not core.list_namespaced_pod("default", field_selector="metadata.name=dra-cpu-verify").items
-
-            ok = run_playbook(mixed, "verify", extra_vars=dict(VERIFY_ON_REAL, dra_cpu_verify_allow_missing_metadata=True))
-            assert ok.rc == 0, ok
-            text = verify_text(ok)
-            assert "no device metadata (accepted: dra_cpu_verify_allow_missing_metadata)" in text, text
-            assert f"its container pinned to CPUs 6-11 (the driver's log on {NODE})" in text, text
+            assert not core.list_namespaced_pod(
+                "default", field_selector="metadata.name=virt-launcher-dra-cpu-verify").items
 
         r = run_playbook(mixed, "install", extra_vars=dict(v02, dra_cpu_cpu_device_mode="individual"))
         assert r.rc == 0, r
         with taint_simulated(mixed):
-            ok = run_playbook(mixed, "verify", extra_vars=dict(VERIFY_ON_REAL, dra_cpu_verify_allow_missing_metadata=True))
+            refused = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
+            assert refused.rc != 0, refused
+            msg = " ".join(refused.failure_messages())
+            assert "KubeVirt's virt-controller synthesizes grouped claims only" in msg, msg
+            assert "dra_cpu_verify_individual_claim=true" in msg, msg
+            ok = run_playbook(mixed, "verify", extra_vars=dict(VERIFY_ON_REAL, dra_cpu_verify_individual_claim=True))
             assert ok.rc == 0, ok
-            res = ok.result("Verify that a KubeVirt-shaped dra.cpu claim")
+            res = ok.result("Verify that the claim KubeVirt synthesizes")
             assert res["numa_attribute"] == "dra.cpu/numaNodeID" and res["cpus"] == 6, res
             assert res["claim"]["spec"]["devices"]["constraints"] == [
-                {"requests": ["req-cpu"], "matchAttribute": "dra.cpu/numaNodeID"}], res["claim"]
+                {"requests": ["cpu"], "matchAttribute": "dra.cpu/numaNodeID"}], res["claim"]
 
         r = run_playbook(mixed, "install", extra_vars=dict(EVERY_NODE, dra_cpu_cpu_device_mode="individual"))
         assert r.rc == 0, r
@@ -252,9 +262,9 @@ def test_the_v02_driver_writes_no_metadata_so_verify_fails_unless_accepted(mixed
         wait("main's slices with resource.kubernetes.io/numaNode", lambda: standard_numa_everywhere(real_slices(mixed)),
              timeout=60)
         with taint_simulated(mixed):
-            ok = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
+            ok = run_playbook(mixed, "verify", extra_vars=dict(VERIFY_ON_REAL, dra_cpu_verify_individual_claim=True))
             assert ok.rc == 0, ok
-            res = ok.result("Verify that a KubeVirt-shaped dra.cpu claim")
+            res = ok.result("Verify that the claim KubeVirt synthesizes")
             assert res["numa_attribute"] == "resource.kubernetes.io/numaNode", res
             meta = res["readout"]["metadata"]
             # six CPU devices of cell 1, each with its NUMA node in the metadata, as many as the claim's CPUs

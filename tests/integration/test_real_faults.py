@@ -203,14 +203,14 @@ def test_a_claim_on_a_node_whose_driver_is_gone_fails_verify_with_the_pod_events
         assert "was not allocated" not in msg, \
             f"the claim came after the kubelet removed the slices ({time.monotonic() - tainted:.0f}s after " \
             f"the taint): {msg}"
-        assert f"the claim was allocated, but pod default/dra-cpu-verify on node {NODE} is Pending after 20s, " \
+        assert f"the claim was allocated, but pod default/virt-launcher-dra-cpu-verify on node {NODE} is Pending after 20s, " \
                "not Running" in msg, msg
         assert "Container: ContainerCreating." in msg, msg
         assert "Failed to prepare dynamic resources: prepare dynamic resources: DRA driver dra.cpu is not registered" \
             in msg, msg
         wait("the kubelet deleting the gone driver's slices", lambda: not real_slices(rc),
              timeout=max(1.0, 45 - (time.monotonic() - tainted)))
-        assert not core.list_namespaced_pod("default", field_selector="metadata.name=dra-cpu-verify").items
+        assert not core.list_namespaced_pod("default", field_selector="metadata.name=virt-launcher-dra-cpu-verify").items
     finally:
         set_taints(rc, NODE, taints)
     wait("the driver back on the real node", lambda: ready_driver_pod(rc), timeout=60)

@@ -372,7 +372,7 @@ def test_install_right_after_the_namespace_was_deleted_waits_and_recreates_it(cl
     assert r.fact("dra_cpu_topology")["max_vm_host_cpus"] == 6
 
 
-VERIFY_TASK = "Verify that a KubeVirt-shaped dra.cpu claim"
+VERIFY_TASK = "Verify that the claim KubeVirt synthesizes"
 
 
 def test_verify_allocates_a_claim_of_max_vm_host_cpus(cluster):
@@ -382,19 +382,21 @@ def test_verify_allocates_a_claim_of_max_vm_host_cpus(cluster):
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
     assert "real01" in text and "cpudevnuma001" in text, text
     v = r.result(VERIFY_TASK)
-    assert v["passed"] is True and v["cpus"] == 6 and "largest NUMA-aligned claim" in v["sizing"], v
+    assert v["passed"] is True and v["cpus"] == 6 and "the largest VM that fits" in v["sizing"], v
+    assert v["vmi"]["cores"] == 6 and v["sizing"].endswith("hostCPUs = 6 vCPUs (cores 6 x sockets 1 x threads 1) = 6"), v
     # the test objects are gone
     from kubernetes import client
     assert not client.CoreV1Api(cluster.api_client).list_namespaced_pod(
-        "default", field_selector="metadata.name=dra-cpu-verify").items
+        "default", field_selector="metadata.name=virt-launcher-dra-cpu-verify").items
     assert not client.CustomObjectsApi(cluster.api_client).list_namespaced_custom_object(
         "resource.k8s.io", "v1", "default", "resourceclaims")["items"]
 
 
 def test_verify_pod_is_shaped_like_a_launcher_pod(cluster):
-    """What a VM's launcher pod needs (KubeVirt VEP 152): the container compute references the claim by
-    name and request, CPU requests = limits = the claim's CPUs (Guaranteed QoS), no tolerations unless
-    configured; grouped mode asks for dra.cpu/cpu capacity."""
+    """What virt-controller renders for a VMI (KubeVirt VEP 152 as merged): pod virt-launcher-<vmi> whose
+    container compute holds claim <vmi>-cpu as pod claim cpu-dra, CPU requests = limits = hostCPUs
+    (Guaranteed QoS, alpha), no tolerations unless configured; the claim's one request `cpu` asks for
+    dra.cpu/cpu capacity with no count (the API server defaults it to ExactCount 1)."""
     install(cluster)
     r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_cpus": 3})
     assert r.rc == 0, r
@@ -403,17 +405,19 @@ def test_verify_pod_is_shaped_like_a_launcher_pod(cluster):
     assert pod["status"]["qosClass"] == "Guaranteed", pod["status"]
     container = pod["spec"]["containers"][0]
     assert container["name"] == "compute"
-    assert container["resources"]["claims"] == [{"name": "cpu", "request": "req-cpu"}], container
+    assert container["resources"]["claims"] == [{"name": "cpu-dra", "request": "cpu"}], container
     assert container["resources"]["requests"]["cpu"] == "3" == container["resources"]["limits"]["cpu"], container
-    assert pod["spec"]["resourceClaims"] == [{"name": "cpu", "resourceClaimName": "dra-cpu-verify"}]
+    assert pod["metadata"]["name"] == "virt-launcher-dra-cpu-verify"
+    assert pod["spec"]["resourceClaims"] == [{"name": "cpu-dra", "resourceClaimName": "dra-cpu-verify-cpu"}]
     # only the API server's default NoExecute tolerations (not-ready/unreachable), nothing for NoSchedule
     assert all(t.get("effect") == "NoExecute" for t in pod["spec"].get("tolerations") or []), pod["spec"]
     request = v["claim"]["spec"]["devices"]["requests"][0]
-    assert request["name"] == "req-cpu"
+    assert request["name"] == "cpu" and v["claim"]["metadata"]["name"] == "dra-cpu-verify-cpu"
     assert request["exactly"]["capacity"]["requests"] == {"dra.cpu/cpu": "3"}, request
-    assert request["exactly"]["count"] == 1
+    assert "selectors" not in request["exactly"] and "count" not in v["claim_manifest"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert request["exactly"]["count"] == 1 and request["exactly"]["allocationMode"] == "ExactCount", request
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
-    assert "claim for 3 CPUs allocated" in text and "QoS Guaranteed" in text, text
+    assert "claim dra-cpu-verify-cpu for 3 CPUs allocated" in text and "QoS Guaranteed" in text, text
 
 
 def test_verify_reads_what_virt_launcher_reads_from_inside_the_container(cluster):
@@ -422,11 +426,12 @@ def test_verify_reads_what_virt_launcher_reads_from_inside_the_container(cluster
     kernel confines it to is the machine's (the node's runc maps the fake CPU ids), so it is reported and
     not compared, and the report says why."""
     install(cluster)
-    r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_vm_vcpus": 4,
+    r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_vm_cores": 2, "dra_cpu_verify_vm_sockets": 2,
                                                     "dra_cpu_verify_vm_isolate_emulator_thread": True})
     assert r.rc == 0, r
     v = r.result(VERIFY_TASK)
-    assert v["cpus"] == 5 and "4 vCPUs + 1 for the isolated emulator thread = 5 host CPUs" in v["sizing"], v
+    assert v["cpus"] == 5 and ("hostCPUs = 4 vCPUs (cores 2 x sockets 2 x threads 1) + 1 for the isolated emulator "
+                               "thread = 5") in v["sizing"], v
     out = v["readout"]
     assert out["problems"] == [], out
     meta = out["metadata"]
@@ -438,20 +443,24 @@ def test_verify_reads_what_virt_launcher_reads_from_inside_the_container(cluster
     assert out["pinned"] == out["dra_cpuset"], out
     assert out["cpuset_compared"] is False and "not CPUs of this kernel" in out["notes"][0], out
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
-    assert "claim sized for a VM by KubeVirt's formula" in text and \
-        "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/dra-cpu-verify/req-cpu/dra.cpu-metadata.json" in text, text
+    assert "VMI default/dra-cpu-verify (dedicatedCpuPlacement), as given (dra_cpu_verify_vm_cores)" in text and \
+        "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/dra-cpu-verify-cpu/cpu/dra.cpu-metadata.json" in text, text
 
 
 def test_verify_bad_input_fails_before_any_change_naming_the_variable(cluster):
     install(cluster)
-    r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_cpus": 2, "dra_cpu_verify_vm_vcpus": 2})
+    r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_cpus": 2, "dra_cpu_verify_vm_cores": 2})
     assert r.rc != 0
     msg = " ".join(r.failure_messages())
-    assert "dra_cpu_verify_cpus" in msg and "dra_cpu_verify_vm_vcpus" in msg and ": 2" in msg, msg
-    r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_vm_vcpus": "many"})
+    assert "dra_cpu_verify_cpus" in msg and "dra_cpu_verify_vm_cores" in msg and ": 2" in msg, msg
+    r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_vm_sockets": "many"})
     assert r.rc != 0
     msg = " ".join(r.failure_messages())
-    assert "dra_cpu_verify_vm_vcpus" in msg and "many" in msg, msg
+    assert "dra_cpu_verify_vm_sockets" in msg and "many" in msg, msg
+    r = run_playbook(cluster, "verify", extra_vars={"dra_cpu_verify_vm_threads": 0})
+    assert r.rc != 0
+    msg = " ".join(r.failure_messages())
+    assert "vm_threads (dra_cpu_verify_vm_threads): 0 is below 1" in msg, msg
 
 
 def test_verify_in_check_mode_creates_nothing(cluster):
@@ -459,7 +468,8 @@ def test_verify_in_check_mode_creates_nothing(cluster):
     r = run_playbook(cluster, "verify", check=True)
     assert r.rc == 0, r
     text = " ".join(str(res.get("msg", "")) for _, res in r.tasks())
-    assert "check mode: would create ResourceClaim default/dra-cpu-verify for 6 CPUs of one device" in text, text
+    assert "check mode: would create ResourceClaim default/dra-cpu-verify-cpu (request cpu, device class dra.cpu, " \
+        "dra.cpu/cpu: 6, one device) and pod virt-launcher-dra-cpu-verify" in text, text
 
 
 def test_name_overrides_do_not_hide_the_driver_pods(cluster):
