@@ -74,10 +74,11 @@ sanity: deps                ## ansible-test sanity on a copy laid out as ansible
 	cd $(COLL_BUILD) && $(CURDIR)/$(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no \
 	  $(SANITY_EXCLUDES)
 
-lint: deps                  ## ansible-lint (production profile), README variables, antsibull-docs lint, mypy (mypy.ini)
+lint: deps                  ## ansible-lint (production profile), the variable table (docs/usage.md), doc links, antsibull-docs lint, mypy (mypy.ini)
 	$(VENV)/bin/ansible-lint
 	$(VENV)/bin/mypy
 	$(PY) hack/check_variables.py
+	$(PY) hack/check_doc_links.py
 	VENV=$(VENV) hack/lint_collection_docs.sh
 
 INTEGRATION_PYTEST = CLUSTER_SLICE_DELETE_DELAY=3 $(PY) -m pytest tests/integration -q -rs --durations=15 -p no:cacheprovider

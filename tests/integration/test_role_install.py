@@ -100,14 +100,14 @@ def test_check_mode_on_empty_cluster_creates_nothing(cluster):
 
 
 def readme_report():
-    """The no-op report README shows ("A run prints a short report ..."), line by line."""
-    text = open(os.path.join(REPO, "README.md")).read()
+    """The no-op report docs/usage.md shows ("A run prints a short report ..."), line by line."""
+    text = open(os.path.join(REPO, "docs", "usage.md")).read()
     block = text.split("A run prints a short report", 1)[1].split("```", 2)[1]
     return block.strip("\n").split("\n")
 
 
 def assert_report_as_in_readme(lines, cluster):
-    """The report of a no-op run on the 1-node test cluster is README's example, but for the helm
+    """The report of a no-op run on the 1-node test cluster is docs/usage.md's example, but for the helm
     cache path, which names this machine."""
     want = readme_report()
     assert len(lines) == len(want), (lines, want)
