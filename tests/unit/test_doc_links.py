@@ -16,12 +16,6 @@ def test_every_link_of_the_repository_resolves():
     assert check_doc_links.check() == []
 
 
-def test_the_front_page_links_every_page_under_docs():
-    targets = {target.partition("#")[0] for _, target in check_doc_links.links((ROOT / "README.md").read_text())}
-    pages = {"docs/" + p.name for p in (ROOT / "docs").glob("*.md")}
-    assert pages <= targets, pages - targets
-
-
 @pytest.mark.parametrize("heading, anchor", [
     ("## RBAC: what the role needs", "rbac-what-the-role-needs"),
     ("### The kubevirtci flow, rewritten with this collection", "the-kubevirtci-flow-rewritten-with-this-collection"),
