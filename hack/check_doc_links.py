@@ -51,7 +51,7 @@ def anchors(text):
     """The anchors of a Markdown document's headings, repeated ones numbered as GitHub does."""
     seen: dict = {}
     found = set()
-    for _, line in prose_lines(text):
+    for _number, line in prose_lines(text):
         match = HEADING.match(line)
         if not match:
             continue
@@ -77,7 +77,7 @@ def broken(path, root=ROOT):
     for number, target in links(text):
         if SCHEME.match(target):
             continue
-        file_part, _, anchor = target.partition("#")
+        file_part, _sep, anchor = target.partition("#")
         dest = (path.parent / file_part).resolve() if file_part else path
         where = f"{rel}:{number}: {target}"
         if not dest.exists():

@@ -17,6 +17,6 @@ def test_the_front_page_is_at_most_250_lines():
 
 
 def test_the_front_page_links_every_page_under_docs():
-    targets = {target.partition("#")[0] for _, target in check_doc_links.links((ROOT / "README.md").read_text())}
+    targets = {target.partition("#")[0] for _number, target in check_doc_links.links((ROOT / "README.md").read_text())}
     pages = {"docs/" + p.name for p in (ROOT / "docs").glob("*.md")}
     assert pages <= targets, pages - targets

@@ -24,7 +24,7 @@ def _read(rel):
 
 def wanted(entries, environment=None):
     """{name: version} of the lock entries whose markers hold for this interpreter (or `environment`)."""
-    return {name: version for name, version, marker, _ in entries
+    return {name: version for name, version, marker, _hashes in entries
             if not marker or Marker(marker).evaluate(environment)}
 
 
@@ -58,7 +58,7 @@ def test_this_venv_is_exactly_its_lock():
 def test_the_lock_pins_what_its_sources_pin_each_with_hashes(lock):
     entries = installer_lock.read_lock(_read(lock))
     by_name = {}
-    for name, version, _, hashes in entries:
+    for name, version, _marker, hashes in entries:
         assert hashes, f"{lock}: {name}=={version} has no hash"
         by_name.setdefault(name, set()).add(version)
     pinned = {}
@@ -72,7 +72,7 @@ def test_the_lock_pins_what_its_sources_pin_each_with_hashes(lock):
 def test_the_lock_pins_a_cryptography_ansible_core_is_quiet_with(lock):
     """ansible-core 2.19 and 2.21 import DSA; cryptography 51 deprecates it and every run would print
     a CryptographyDeprecationWarning (issue 38)."""
-    versions = {v for n, v, _, _ in installer_lock.read_lock(_read(lock)) if n == "cryptography"}
+    versions = {v for n, v, _marker, _hashes in installer_lock.read_lock(_read(lock)) if n == "cryptography"}
     assert versions and all(int(v.split(".")[0]) < 51 for v in versions), versions
 
 
