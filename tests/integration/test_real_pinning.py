@@ -138,8 +138,9 @@ def test_shared_pool(machine_node, flavour):
     if flavour == "v0.2":
         r = run_playbook(machine_node, "install", extra_vars=dict(NOTHING_RESERVED, dra_cpu_chart_version="0.2.0"))
         assert r.rc == 0, r
-        assert [p.spec.containers[0].image.rsplit(":", 1)[1] for p in driver_pods(machine_node)
-                if not p.metadata.deletion_timestamp] == ["v0.2.0"]
+        wait("the v0.2.0 driver pod Ready (and no other)", lambda: [
+            p.spec.containers[0].image.rsplit(":", 1)[1] for p in driver_pods(machine_node)] == ["v0.2.0"]
+            and ready_driver_pod(machine_node), timeout=120)
     shared, name = f"pin-shared-{flavour.replace('.', '')}", f"pin-claim-{flavour.replace('.', '')}"
     t0 = time.time()
     core.create_namespaced_pod("default", shared_pod(shared))
