@@ -108,9 +108,16 @@ def claim_pod(name):
 
 def allowed_since(c, pod, t0):
     """The Cpus_allowed_list lines the pod printed after time t0 (epoch seconds), as CPU id sets."""
+    from kubernetes.client.exceptions import ApiException
     core, _ = apis(c)
+    try:
+        log = core.read_namespaced_pod_log(pod, "default", timestamps=True, tail_lines=30)
+    except ApiException as e:   # 400 while the container is still being created
+        if e.status != 400:
+            raise
+        return []
     out = []
-    for line in core.read_namespaced_pod_log(pod, "default", timestamps=True, tail_lines=30).splitlines():
+    for line in log.splitlines():
         stamp, _, text = line.partition(" ")
         if text.startswith("Cpus_allowed_list:") and _epoch(stamp) > t0:
             out.append(cpuset_ids(text.split()[1]))
