@@ -116,7 +116,9 @@ def run_checks(api: RawApi, params: dict[str, Any], reserved: list[int] | None) 
                     configz_error = exc.message
                 findings += nodes_rules.check_cpu_manager_policy(name, configz, configz_error)
                 if mapping:
-                    findings += node_allocatable.check_kubelet(name, configz, configz_error, stage)
+                    findings += node_allocatable.check_kubelet(
+                        name, configz, configz_error, stage,
+                        ((obj.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion"))
             elif mapping:
                 findings += node_allocatable.not_ready(name) if not ready else node_allocatable.not_checked(name)
             findings += nodes_rules.check_reserved_cpus(name, reserved, nodes_rules.node_cpu_count(obj))

@@ -18,6 +18,11 @@ __metaclass__ = type
 import json
 from typing import Any
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
+    VersionError,
+    parse_version,
+    version_at_least,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import (
     ERROR,
     OK,
@@ -30,6 +35,10 @@ CHECK = "node_allocatable_gate"
 GATE = "DRANodeAllocatableResources"
 VARIABLE = "dra_cpu_node_allocatable_mapping"
 REQUIRED = "%s enabled" % GATE
+# the gate is alpha from 1.36 (kube_features.go), where the API server and the scheduler know it; the
+# kubelet accounts the mapped resources from 1.37 (pkg/kubelet reads it from 1.37.0; upstream
+# dra-driver-cpu: "1.37+")
+KUBELET_MIN_VERSION = "1.37"
 # stages whose default is on: a kubelet that does not set the gate runs with the default
 DEFAULT_ON_STAGES = ("BETA", "")
 _OFF = "or install without the mapping (%s: false)" % VARIABLE
@@ -56,7 +65,7 @@ def check_api_server(metrics_text: str | None, error: str | None = None) -> list
         return [finding(
             CHECK, ERROR,
             "%s: true, but the API server does not know the feature gate %s (it is older than Kubernetes "
-            "1.37): it would drop nodeAllocatableResources from every slice" % (VARIABLE, GATE),
+            "1.36): it would drop nodeAllocatableResources from every slice" % (VARIABLE, GATE),
             observed="absent", required=REQUIRED,
             fix="use Kubernetes 1.37 or newer with the gate enabled, %s" % _OFF)]
     stage = state["stage"] or "GA"
@@ -88,11 +97,32 @@ def kubelet_gates(configz: str | bytes | dict[str, Any]) -> dict[str, Any]:
     return gates
 
 
+def _too_old(node: str, kubelet_version: str | None) -> list[dict[str, Any]]:
+    """A kubelet older than KUBELET_MIN_VERSION knows the gate (1.36) but does not account the CPUs."""
+    try:
+        old = bool(kubelet_version) and not version_at_least(parse_version(str(kubelet_version)),
+                                                             parse_version(KUBELET_MIN_VERSION))
+    except VersionError:
+        return []
+    if not old:
+        return []
+    return [finding(
+        CHECK, ERROR,
+        "node %s: %s: true, but its kubelet %s predates %s, the first kubelet that accounts the CPUs a "
+        "node-allocatable mapping hands out" % (node, VARIABLE, kubelet_version, KUBELET_MIN_VERSION),
+        node=node, observed="kubelet %s" % kubelet_version, required="kubelet >= %s, %s" % (KUBELET_MIN_VERSION, REQUIRED),
+        fix="upgrade the kubelet of node %s to Kubernetes %s or newer, %s" % (node, KUBELET_MIN_VERSION, _OFF))]
+
+
 def check_kubelet(node: str, configz: Any, error: str | None = None,
-                  api_stage: str | None = None) -> list[dict[str, Any]]:
-    """The kubelet of ``node`` must run with the gate. ``configz`` None (``error`` the reason) or
-    unreadable: an error (nothing confirms it). A gate the kubelet does not set is its default,
-    on only when the API server reports the gate beta or GA (``api_stage``)."""
+                  api_stage: str | None = None, kubelet_version: str | None = None) -> list[dict[str, Any]]:
+    """The kubelet of ``node`` must be >= 1.37 (``kubelet_version``, the Node's nodeInfo) and run with
+    the gate. ``configz`` None (``error`` the reason) or unreadable: an error (nothing confirms it). A
+    gate the kubelet does not set is its default, on only when the API server reports the gate beta
+    or GA (``api_stage``)."""
+    too_old = _too_old(node, kubelet_version)
+    if too_old:
+        return too_old
     gates = None
     if configz is not None:
         try:

@@ -134,3 +134,24 @@ def test_preflight_without_configz_warns_per_node():
     got = run_preflight(params(reserved_cpus="0-1", node_allocatable_mapping=True, check_configz=False),
                         False, None, factory(FakeCluster({"/metrics": GATE_ON})))
     assert _findings(got) == [(None, "ok", "enabled (ALPHA)"), ("node01", "warning", "not checked")]
+
+
+@pytest.mark.parametrize("version, severity", [("v1.36.3", "error"), ("v1.37.2", "ok"), ("v1.38.0-alpha.1", "ok"),
+                                               (None, "ok"), ("garbage", "ok")])
+def test_a_kubelet_older_than_137_is_refused_whatever_its_gates(version, severity):
+    """The gate is alpha from 1.36 (kube_features.go of 1.36.3 and 1.37.2), but only the 1.37 kubelet
+    reads it (pkg/kubelet of 1.36.3 has no reference to it)."""
+    (f,) = na.check_kubelet("node01", KUBELET_ON, api_stage="ALPHA", kubelet_version=version)
+    assert f["severity"] == severity, f
+    if severity == "error":
+        assert f["observed"] == "kubelet v1.36.3" and "predates 1.37" in f["message"]
+
+
+def test_preflight_reads_the_kubelet_version_from_the_node():
+    old = node("node01")
+    old["status"]["nodeInfo"]["kubeletVersion"] = "v1.36.3"
+    cluster = FakeCluster({"/metrics": GATE_ON, "/api/v1/nodes": {"items": [old]},
+                           "/api/v1/nodes/node01/proxy/configz": KUBELET_ON})
+    got = run_preflight(params(reserved_cpus="0-1", node_allocatable_mapping=True), False, None, factory(cluster))
+    assert got["passed"] is False and _findings(got) == [(None, "ok", "enabled (ALPHA)"),
+                                                         ("node01", "error", "kubelet v1.36.3")]
