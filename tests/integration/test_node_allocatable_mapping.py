@@ -14,7 +14,6 @@
 The kubelet may not be newer than the API server (version skew policy), so the control plane and the
 kubelet are both 1.37.2, built by `make build` (late_builds.py: "real-node v1.37.2").
 """
-import json
 import time
 
 import pytest
@@ -27,23 +26,20 @@ K8S_137 = "v1.37.2"
 REAL_137 = {"CLUSTER_K8S_VERSION": K8S_137, "CLUSTER_NODES": 0, "CLUSTER_REAL_NODES": 1}
 GATE = "DRANodeAllocatableResources"
 ON = {"dra_cpu_node_allocatable_mapping": True}
-SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 GROUPED = {"cpu": {"mapping": {"capacityKey": "dra.cpu/cpu", "capacityMultiplier": "1"}}}
 INDIVIDUAL = {"cpu": {"mapping": {"deviceMultiplier": "1"}}}
 TOPOLOGY_TASK = "Wait until every driver node has published its CPU topology"
 
 
-def _raw(cluster, method, path, body=None, query=None):
-    """The API server's JSON as it is (the Python client's models may not know the field)."""
-    api = cluster.api_client
-    resp = api.call_api(path, method, query_params=query or [],
-                        header_params={"Content-Type": "application/json", "Accept": "application/json"},
-                        body=body, auth_settings=["BearerToken"], _preload_content=False)
-    return json.loads(resp[0].data)
+def _slices(cluster):
+    """ResourceSlices as the API server returns them (dicts: every field, whatever the client's models know)."""
+    from kubernetes import client
+    return client.CustomObjectsApi(cluster.api_client), ("resource.k8s.io", "v1", "resourceslices")
 
 
 def driver_devices(cluster):
-    items = _raw(cluster, "GET", SLICES, query=[("fieldSelector", "spec.driver=dra.cpu")])["items"]
+    api, gvp = _slices(cluster)
+    items = api.list_cluster_custom_object(*gvp, field_selector="spec.driver=dra.cpu")["items"]
     return [d for s in items for d in s["spec"].get("devices") or []]
 
 
@@ -90,12 +86,15 @@ def test_gate_off_the_api_server_drops_the_field(cluster_off):
             "spec": {"driver": "probe.example.com", "allNodes": True,
                      "pool": {"name": "probe", "generation": 1, "resourceSliceCount": 1},
                      "devices": [{"name": "dev0", "nodeAllocatableResources": INDIVIDUAL}]}}
-    created = _raw(cluster_off, "POST", SLICES, body)
+    api, gvp = _slices(cluster_off)
+    created = api.create_cluster_custom_object(*gvp, body)
     try:
         assert created["spec"]["devices"][0]["name"] == "dev0", created
         assert "nodeAllocatableResources" not in created["spec"]["devices"][0], created
+        stored = api.get_cluster_custom_object(*gvp, "kep5517-probe")
+        assert "nodeAllocatableResources" not in stored["spec"]["devices"][0], stored
     finally:
-        _raw(cluster_off, "DELETE", SLICES + "/kep5517-probe")
+        api.delete_cluster_custom_object(*gvp, "kep5517-probe")
 
 
 def test_gate_off_and_the_check_ignored_the_topology_stage_says_the_field_is_dropped(cluster_off):
