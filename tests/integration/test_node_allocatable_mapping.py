@@ -79,22 +79,27 @@ def test_gate_off_the_mapping_is_refused_before_any_change(cluster_off):
     assert "dra-driver-cpu" not in namespaces(cluster_off)
 
 
-def test_gate_off_the_api_server_drops_the_field(cluster_off):
-    """What the topology stage's message relies on, on the real 1.37.2 API server."""
+def probe(cluster):
+    """The device of a ResourceSlice created with nodeAllocatableResources, as stored."""
     body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
             "metadata": {"name": "kep5517-probe"},
             "spec": {"driver": "probe.example.com", "allNodes": True,
                      "pool": {"name": "probe", "generation": 1, "resourceSliceCount": 1},
                      "devices": [{"name": "dev0", "nodeAllocatableResources": INDIVIDUAL}]}}
-    api, gvp = _slices(cluster_off)
+    api, gvp = _slices(cluster)
     created = api.create_cluster_custom_object(*gvp, body)
     try:
-        assert created["spec"]["devices"][0]["name"] == "dev0", created
-        assert "nodeAllocatableResources" not in created["spec"]["devices"][0], created
         stored = api.get_cluster_custom_object(*gvp, "kep5517-probe")
-        assert "nodeAllocatableResources" not in stored["spec"]["devices"][0], stored
+        assert created["spec"]["devices"] == stored["spec"]["devices"], (created, stored)
+        return stored["spec"]["devices"][0]
     finally:
         api.delete_cluster_custom_object(*gvp, "kep5517-probe")
+
+
+def test_gate_off_the_api_server_drops_the_field(cluster_off):
+    """What the topology stage's message relies on, on the real 1.37.2 API server (its resourceslice
+    strategy's dropDisabledDRANodeAllocatableResourcesFields)."""
+    assert probe(cluster_off) == {"name": "dev0"}
 
 
 def test_gate_off_and_the_check_ignored_the_topology_stage_says_the_field_is_dropped(cluster_off):
@@ -114,6 +119,10 @@ def test_gate_off_and_the_check_ignored_the_topology_stage_says_the_field_is_dro
                                                        for d in driver_devices(cluster_off))
     finally:
         cluster_off.down()
+
+
+def test_gate_on_the_api_server_keeps_the_field(cluster_on):
+    assert probe(cluster_on) == {"name": "dev0", "nodeAllocatableResources": INDIVIDUAL}
 
 
 def test_gate_on_the_slices_carry_upstreams_mapping(cluster_on):
