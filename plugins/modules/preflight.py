@@ -98,8 +98,8 @@ options:
     type: list
     elements: str
     default: []
-    choices: [server_version, resource_api, feature_gate, container_runtime, cpu_manager_policy, reserved_cpus,
-              eligible_nodes]
+    choices: [server_version, resource_api, feature_gate, node_allocatable_gate, container_runtime, cpu_manager_policy,
+              reserved_cpus, eligible_nodes]
   skip_incompatible_nodes:
     description:
       - Instead of failing on per-node errors (C(container_runtime), C(cpu_manager_policy), C(reserved_cpus)),
