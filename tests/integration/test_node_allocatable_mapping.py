@@ -10,7 +10,9 @@
 - 'k8s-1.37-kep5517': the gate on on the API server, scheduler, controller-manager and the real
   kubelet (CLUSTER_FEATURE_GATES): the install with the mapping on passes preflight, the slices carry
   exactly upstream main's mapping (grouped: capacityKey dra.cpu/cpu x 1; individual:
-  deviceMultiplier 1), the fact and the report say so; turned off again, the slices carry none.
+  deviceMultiplier 1), the fact and the report say so; verify's claim-only launcher pod runs, the
+  scheduler lists its claim in the pod's status and accounts its CPUs; turned off again, the slices
+  carry none.
 The kubelet may not be newer than the API server (version skew policy), so the control plane and the
 kubelet are both 1.37.2, built by `make build` (late_builds.py: "real-node v1.37.2").
 """
@@ -125,6 +127,32 @@ def test_gate_off_and_the_check_ignored_the_topology_stage_says_the_field_is_dro
 def test_gate_on_the_api_server_keeps_the_field(cluster_on):
     device = probe(cluster_on)
     assert device.get("nodeAllocatableResources") == INDIVIDUAL, device
+
+
+def test_gate_on_verify_runs_kubevirts_claim_only_launcher_pod(cluster_on):
+    """KubeVirt's Beta path (VEP 152 as merged, KEP-5517): with the mapping published, virt-launcher's pod
+    is claim-only (a 1m CPU request = limit for the QoS class, upstream's
+    hack/examples/pod_with_resource_claim_node_allocatable.yaml). The real 1.37.2 scheduler writes the pod's
+    status.nodeAllocatableResourceClaimStatuses (its dynamicresources plugin, buildNodeAllocatableDRAInfo:
+    resourceClaimName, containers, mapping cpu = the consumed dra.cpu/cpu) and counts the claim's CPUs:
+    a pod asking for what the node has left without them stays Unschedulable beside it."""
+    r = run_playbook(cluster_on, "install", extra_vars=ON)
+    assert r.rc == 0, r
+    v = run_playbook(cluster_on, "verify")
+    assert v.rc == 0, v.failure_messages() or v
+    res = v.result("Verify that the claim KubeVirt synthesizes")
+    assert res["claim_only"] is True and res["cpus"] == 6, res
+    compute = res["pod"]["spec"]["containers"][0]
+    assert compute["resources"]["requests"]["cpu"] == "1m" == compute["resources"]["limits"]["cpu"], compute
+    assert res["pod"]["status"]["qosClass"] == "Guaranteed", res["pod"]["status"]
+    status = res["node_allocatable"]["claim_status"]
+    assert status["resourceClaimName"] == "dra-cpu-verify-cpu" and status["containers"] == ["compute"], status
+    assert [(m["name"], m["quantity"]) for m in status["mapping"]] == [("cpu", "6")], status
+    probe = res["node_allocatable"]["probe"]
+    assert probe["outcome"] == "unschedulable" and probe["cpu_millis"] > 6000, probe
+    text = " ".join(str(line) for line in res["report"])
+    assert "claim-only pod (KEP-5517): status.nodeAllocatableResourceClaimStatuses names claim dra-cpu-verify-cpu" in text
+    assert "stays Unschedulable beside it" in text, text
 
 
 def test_gate_on_the_slices_carry_upstreams_mapping(cluster_on):
