@@ -15,7 +15,6 @@ from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-import json
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
@@ -23,6 +22,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions
     parse_version,
     version_at_least,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import kubelet_config
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import (
     ERROR,
     OK,
@@ -82,16 +82,7 @@ def check_api_server(metrics_text: str | None, error: str | None = None) -> list
 def kubelet_gates(configz: str | bytes | dict[str, Any]) -> dict[str, Any]:
     """The ``featureGates`` a kubelet ``/configz`` shows (only the ones set). Raises ValueError
     when the document is not a kubelet configz."""
-    if isinstance(configz, bytes):
-        configz = configz.decode("utf-8", "replace")
-    if isinstance(configz, str):
-        configz = json.loads(configz)
-    if not isinstance(configz, dict):
-        raise ValueError("configz is not a JSON object")
-    config = configz.get("kubeletconfig", configz.get("kubeletConfig"))
-    if not isinstance(config, dict):
-        raise ValueError("configz has no kubeletconfig object")
-    gates = config.get("featureGates") or {}
+    gates = kubelet_config(configz).get("featureGates") or {}
     if not isinstance(gates, dict):
         raise ValueError("featureGates is not a mapping")
     return gates

@@ -81,12 +81,9 @@ def check_container_runtime(node: str, runtime_version: str | None) -> list[dict
                     node=node, observed=observed, required=required, fix=fix)]
 
 
-def parse_configz(configz: str | bytes | dict[str, Any]) -> str:
-    """``cpuManagerPolicy`` from a kubelet ``/configz`` document (str or dict).
-
-    A missing field means the kubelet default ``none``. Raises ValueError when
-    the document is not a kubelet configz.
-    """
+def kubelet_config(configz: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    """The KubeletConfiguration in a kubelet ``/configz`` document (bytes, str or dict). Raises
+    ValueError when the document is not a kubelet configz."""
     if isinstance(configz, bytes):
         configz = configz.decode("utf-8", "replace")
     if isinstance(configz, str):
@@ -98,7 +95,16 @@ def parse_configz(configz: str | bytes | dict[str, Any]) -> str:
         config = configz.get("kubeletConfig")
     if not isinstance(config, dict):
         raise ValueError("configz has no kubeletconfig object")
-    return config.get("cpuManagerPolicy") or "none"
+    return config
+
+
+def parse_configz(configz: str | bytes | dict[str, Any]) -> str:
+    """``cpuManagerPolicy`` from a kubelet ``/configz`` document (str or dict).
+
+    A missing field means the kubelet default ``none``. Raises ValueError when
+    the document is not a kubelet configz.
+    """
+    return kubelet_config(configz).get("cpuManagerPolicy") or "none"
 
 
 def check_cpu_manager_policy(node: str, configz: dict[str, Any] | str | None,

@@ -143,16 +143,15 @@ def container_script(claim: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pod_manifest(name: str, namespace: str, claim: str, cpus: int, image: str,
-                 tolerations: list[dict[str, Any]] | None = None, claim_only: bool = False) -> dict[str, Any]:
-    """The launcher pod: one container ``compute`` holding the claim as ``cpu-dra``; Guaranteed, with the
-    claim's CPUs mirrored (alpha) or a QoS-only CPU request (``claim_only``, KEP-5517)."""
-    amount = {"cpu": QOS_ONLY_CPU if claim_only else str(int(cpus)), "memory": MEMORY}
+def verify_pod(name: str, namespace: str, container: dict[str, Any], tolerations: list[dict[str, Any]] | None = None,
+             **spec: Any) -> dict[str, Any]:
+    """A pod of verify's: labelled as the collection's, never restarted, run as nobody without privileges,
+    no tolerations unless asked for (a launcher pod has none for NoSchedule), ``spec`` laid over."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
-        "spec": {
+        "spec": dict({
             "restartPolicy": "Never",
             # 1, not 0: a deletion with a grace period of 0 is immediate (the API server removes the
             # pod at once, as a forced deletion), before the kubelet has unprepared the claim; the
@@ -161,16 +160,21 @@ def pod_manifest(name: str, namespace: str, claim: str, cpus: int, image: str,
             # container, unprepares the claim, then removes the pod, which verify waits for.
             "terminationGracePeriodSeconds": 1,
             "tolerations": list(tolerations or []),
-            "resourceClaims": [{"name": POD_CLAIM, "resourceClaimName": claim}],
             "securityContext": {"runAsNonRoot": True, "runAsUser": 65535,
                                 "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{
-                "name": CONTAINER,
-                "image": image,
-                "command": ["sh", "-c", container_script(claim)],
-                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                "resources": {"requests": dict(amount), "limits": dict(amount),
-                              "claims": [{"name": POD_CLAIM, "request": REQUEST}]},
-            }],
-        },
+            "containers": [dict(container, securityContext={"allowPrivilegeEscalation": False,
+                                                            "capabilities": {"drop": ["ALL"]}})],
+        }, **spec),
     }
+
+
+def pod_manifest(name: str, namespace: str, claim: str, cpus: int, image: str,
+                 tolerations: list[dict[str, Any]] | None = None, claim_only: bool = False) -> dict[str, Any]:
+    """The launcher pod: one container ``compute`` holding the claim as ``cpu-dra``; Guaranteed, with the
+    claim's CPUs mirrored (alpha) or a QoS-only CPU request (``claim_only``, KEP-5517)."""
+    amount = {"cpu": QOS_ONLY_CPU if claim_only else str(int(cpus)), "memory": MEMORY}
+    compute = {"name": CONTAINER, "image": image, "command": ["sh", "-c", container_script(claim)],
+               "resources": {"requests": dict(amount), "limits": dict(amount),
+                             "claims": [{"name": POD_CLAIM, "request": REQUEST}]}}
+    return verify_pod(name, namespace, compute, tolerations,
+                    resourceClaims=[{"name": POD_CLAIM, "resourceClaimName": claim}])

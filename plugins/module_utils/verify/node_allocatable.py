@@ -22,9 +22,9 @@ from typing import Any
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import TopologyError, parse_quantity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     CONTAINER,
-    MANAGED_BY,
     MEMORY,
     POD_CLAIM,
+    verify_pod,
 )
 
 DONE_PHASES = ("Succeeded", "Failed")
@@ -85,22 +85,11 @@ def probe_manifest(name: str, namespace: str, node: str, millis: int, image: str
                    tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A pod that asks for ``millis`` of CPU on ``node`` (by affinity: the scheduler decides) and sleeps."""
     amount = {"cpu": "%dm" % millis, "memory": MEMORY}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
-        "spec": {
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 1,
-            "tolerations": list(tolerations or []),
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}},
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 65535, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{"name": "probe", "image": image, "command": ["sleep", "86400"],
-                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                            "resources": {"requests": dict(amount), "limits": dict(amount)}}],
-        },
-    }
+    probe = {"name": "probe", "image": image, "command": ["sleep", "86400"],
+             "resources": {"requests": dict(amount), "limits": dict(amount)}}
+    return verify_pod(name, namespace, probe, tolerations, affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}})
 
 
 def probe_outcome(pod: dict[str, Any]) -> str | None:
