@@ -18,6 +18,7 @@ def test_the_recipe_is_the_makefiles_build_binaries_in_its_order():
     assert late_builds.recipe() == [
         ("all", {}), ("real-node", {}),   # real nodes: every molecule scenario
         ("cri-o", {}),   # the CRI-O real nodes (test_real_crio.py, test_kubevirtci_shape.py, molecule crio)
+        ("upstream", {}),   # upstream's v0.2.0 driver and e2e suite (test_upstream_e2e.py)
         ("helm-old", {}),
         ("kubernetes v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),   # molecule's, in the other lane
         ("real-node v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),    # its real node's kubelet, kube-proxy
