@@ -13,6 +13,11 @@ Owns, per real node (CLUSTER_REAL_NODES):
 - the shell lines (run.sh, after the node's own bind mounts) that bind-mount the tree over
   /sys/devices/system/{cpu,node} and the file over /proc/cpuinfo in that mount namespace only, so the
   real kubelet (cAdvisor) reports capacity.cpu = the node's CPUs and its NUMA cells too;
+- `hardware: machine` instead (real pinning, issue 37 item 4): the node's CPU hardware is the
+  machine's own (its online CPUs and NUMA cells, machine_hw): no fake tree, no /proc/cpuinfo, the
+  real /sys/devices/system/{cpu,node} bind-mounted at the driver's $HOST_ROOT path instead, and no
+  CPU-id mapping in the runc wrapper (runc_cpu_args): the driver pins to CPUs the kernel has, so a
+  container's own Cpus_allowed_list is what the driver asked for;
 - the kubelet settings the spec decides (cpuManagerPolicy; reserved CPUs for `static`), the
   labels the node registers with (`labels`, the kubelet's --node-labels) and its own taints
   (`taints`, the kubelet's registerWithTaints, beside the real-node taint of cluster_real_node.py).
@@ -22,6 +27,7 @@ Must not: start processes, or touch anything outside the node's directory.
 import json
 import os
 import sys
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "sim"))
@@ -32,7 +38,12 @@ from fake_sysfs import cpuinfo, write_tree  # noqa: E402
 from cluster_images import HOST_ROOT  # noqa: E402
 
 SPEC_KEYS = {"cpus", "numa_nodes", "cells", "sockets", "threads_per_core", "smt_control", "cpu_manager_policy",
-             "labels", "taints", "runtime", "kube_reserved_cpu", "system_reserved_cpu"}
+             "labels", "taints", "runtime", "kube_reserved_cpu", "system_reserved_cpu", "hardware"}
+# the node's CPU hardware: simulated (the default: the spec's topology, a fake sysfs tree and ids mapped
+# onto the machine's) or the machine's own (none of the topology keys below then apply)
+HARDWARE = {"simulated", "machine"}
+TOPOLOGY_KEYS = {"cpus", "numa_nodes", "cells", "sockets", "threads_per_core", "smt_control"}
+SYS = "/sys/devices/system"
 POLICIES = {"none", "static"}
 # the node's container runtime (cluster_real_node.py): containerd v2.4.2 (the default) or CRI-O v1.36.3
 RUNTIMES = {"containerd", "cri-o"}
@@ -61,8 +72,14 @@ def node_spec(settings, name):
             "numa_nodes": int(settings.get("KUBEVIRT_NUM_NUMA_NODES") or 2),
             "cells": None, "sockets": 1, "threads_per_core": 1, "smt_control": None,
             "cpu_manager_policy": "none", "labels": {}, "taints": [], "runtime": "containerd",
-            "kube_reserved_cpu": None, "system_reserved_cpu": None}
+            "kube_reserved_cpu": None, "system_reserved_cpu": None, "hardware": "simulated"}
     spec.update(ov)
+    if spec["hardware"] not in HARDWARE:
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: hardware {spec['hardware']!r} is not one of "
+                        f"{', '.join(sorted(HARDWARE))}")
+    if spec["hardware"] == "machine" and set(ov) & TOPOLOGY_KEYS:
+        raise SpecError(f"CLUSTER_REAL_NODE_OVERRIDES {name}: hardware machine is the machine's own CPUs; "
+                        f"drop {', '.join(sorted(set(ov) & TOPOLOGY_KEYS))}")
     labels = spec["labels"]
     if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) and k
                                                and "," not in k + v and "=" not in k + v
@@ -101,7 +118,35 @@ def _taints_ok(taints):
         and isinstance(t.get("value", ""), str) and t.get("effect") in TAINT_EFFECTS for t in taints)
 
 
-def topology(spec):
+def _cpulist(text):
+    """The ids of a kernel CPU list (0-3,8)."""
+    ids = set()
+    for part in filter(None, text.strip().split(",")):
+        a, _, b = part.partition("-")
+        ids |= set(range(int(a), int(b or a) + 1))
+    return ids
+
+
+def machine_hw(sys_dir=SYS):
+    """The machine's own CPU hardware as a node's topology: `cpus` (the online CPU ids, sorted) and
+    `cells` (NUMA id -> its online CPU ids, cells without one left out; one cell 0 when the kernel
+    shows no node directory), what the kubelet and the driver read from sysfs on such a node."""
+    with open(os.path.join(sys_dir, "cpu/online")) as f:
+        online = _cpulist(f.read())
+    cells = {}
+    node_dir = os.path.join(sys_dir, "node")
+    for entry in sorted(os.listdir(node_dir)) if os.path.isdir(node_dir) else []:
+        if entry.startswith("node") and entry[4:].isdigit():
+            with open(os.path.join(node_dir, entry, "cpulist")) as f:
+                ids = sorted(_cpulist(f.read()) & online)
+            if ids:
+                cells[int(entry[4:])] = ids
+    return types.SimpleNamespace(cpus=sorted(online), cells=cells or {0: sorted(online)})
+
+
+def topology(spec, sys_dir=SYS):
+    if spec.get("hardware") == "machine":
+        return machine_hw(sys_dir)
     try:
         return sim_topology.build_topology(
             cpus=spec["cpus"], numa_nodes=spec["numa_nodes"], sockets=spec["sockets"],
@@ -118,10 +163,19 @@ def _mem_total_kib():
     return 4 * 1024 * 1024
 
 
-def lay_out(node_dir, spec):
-    """Writes the node's fake sysfs tree and cpuinfo; returns (topology, the run.sh mount lines)."""
-    topo = topology(spec)
+def lay_out(node_dir, spec, sys_dir=SYS):
+    """Writes the node's fake sysfs tree and cpuinfo; returns (topology, the run.sh mount lines). On
+    machine hardware only the mount points: the real sysfs directories are bind-mounted at the
+    driver's $HOST_ROOT path (the kubelet and containerd read the real /sys and /proc/cpuinfo)."""
+    topo = topology(spec, sys_dir)
     root = os.path.join(node_dir, "mnt/var/lib/kubelet", os.path.relpath(HOST_ROOT, "/var/lib/kubelet"))
+    if spec.get("hardware") == "machine":
+        lines = ""
+        for d in ("cpu", "node"):
+            if os.path.isdir(os.path.join(sys_dir, d)):
+                os.makedirs(os.path.join(root, "sys/devices/system", d), exist_ok=True)
+                lines += f"mount --bind {sys_dir}/{d} {HOST_ROOT}/sys/devices/system/{d}\n"
+        return topo, lines
     write_tree(root, topo, spec["smt_control"], _mem_total_kib())
     with open("/proc/cpuinfo") as f:
         real = f.read()
@@ -131,6 +185,12 @@ def lay_out(node_dir, spec):
     lines = "".join(f"mount --bind {HOST_ROOT}/sys/devices/system/{d} /sys/devices/system/{d}\n"
                     for d in ("cpu", "node"))
     return topo, lines + f"mount --bind {info} /proc/cpuinfo\n"
+
+
+def runc_cpu_args(spec, real_cpus):
+    """The runc wrapper's CPU option (driver/cmd/runc-cpumap): map the simulated ids onto the
+    machine's CPUs `real_cpus`, or, on machine hardware, none (`--map-cpus false`)."""
+    return "--map-cpus false" if spec.get("hardware") == "machine" else f"--real-cpus {real_cpus}"
 
 
 def kubelet_flags(spec):

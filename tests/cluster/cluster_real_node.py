@@ -41,7 +41,7 @@ from cluster_host_state import FIXED, host_state
 from cluster_kube_proxy import start_kube_proxy, stop_kube_proxy
 from cluster_netns import api_from_netns, in_netns, ns_ip
 from cluster_node_hw import (SpecError, kubelet_flags, kubelet_settings, lay_out, node_spec, register_taints,
-                             topology)
+                             runc_cpu_args, topology)
 from cluster_pki import kubeconfig
 from cluster_processes import (kill_group, kill_until_gone, pidinfo, pids_in_mntns, proc_alive, spawn, wait_for,
                                wait_new_mntns)
@@ -171,9 +171,10 @@ def node_config(name, index, dirs, info, token, spec):
     # the simulated hardware at the runtime: runc through a wrapper that maps the fake CPU ids a
     # driver pins containers to (NRI) onto the machine's CPUs, logging each mapping (real-nodes.md);
     # under CRI-O it also keeps oomScoreAdj at or above its own (containerd's restrict_oom_score_adj)
-    # and drops the hugepageLimits CRI-O sets (no hugetlb cgroup here; containerd sets none)
+    # and drops the hugepageLimits CRI-O sets (no hugetlb cgroup here; containerd sets none); a node
+    # on the machine's own CPU hardware (`hardware: machine`) maps no id (runc_cpu_args)
     write_file(os.path.join(nd, "runc-cpumap"), f"""#!/bin/sh
-exec {dirs['driver']}/runc-cpumap --runc {dirs['runc']}/runc --real-cpus {real_cpus()} --log {nd}/cpumap.log \
+exec {dirs['driver']}/runc-cpumap --runc {dirs['runc']}/runc {runc_cpu_args(spec, real_cpus())} --log {nd}/cpumap.log \
   {"--restrict-oom-score-adj true --drop-hugepage-limits true " if crio else ""}-- "$@"
 """, 0o755)
     if crio:

@@ -2,7 +2,7 @@
 // maps the CPU ids of the node's simulated topology onto the machine's real CPUs, then runs the
 // real runc with the same arguments. Part of simulating the hardware, not of any driver.
 //
-//	runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>
+//	runc-cpumap --runc <runc> (--real-cpus <cpuset> | --map-cpus false) --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>
 //
 // The node's kubelet and its driver see the fake CPU tree (12 CPUs by default); the machine has
 // fewer. A driver that pins containers through NRI, as upstream dra-driver-cpu does, asks for fake
@@ -11,6 +11,11 @@
 // `--cpuset-cpus`) every fake id c becomes real[c mod len(real)], and one line per mapping
 // (`<command> <container> cpus <fake> -> <real>`) goes to the log, so the cpuset the driver intended
 // stays visible. Every other command runs unchanged.
+//
+// With --map-cpus false (a node whose CPU hardware is the machine's own, cluster_node_hw.py
+// `hardware: machine`: the driver already pins to CPUs the kernel has) no id is mapped: each cpuset
+// reaches runc as the driver asked for it, still logged (`<command> <container> cpus 1 -> 1`), and
+// the options below still apply.
 //
 // With --restrict-oom-score-adj true (the CRI-O nodes: containerd has restrict_oom_score_adj itself,
 // CRI-O has no such setting) `create` / `run` also raise the bundle's process.oomScoreAdj to the
@@ -41,11 +46,15 @@ import (
 // global runc options that take a value (go-runc passes them before the command)
 var valueFlags = map[string]bool{"--root": true, "--log": true, "--log-format": true, "--criu": true, "--rootless": true}
 
-// Map turns a cpuset of fake ids into one of real ids: fake c -> real[c mod len(real)].
+// Map turns a cpuset of fake ids into one of real ids: fake c -> real[c mod len(real)]; with no
+// real ids (--map-cpus false) the cpuset itself, checked to be one.
 func Map(fake string, real []int) (string, error) {
 	set, err := cpuset.Parse(fake)
 	if err != nil {
 		return "", err
+	}
+	if real == nil {
+		return fake, nil
 	}
 	out := cpuset.New()
 	for _, c := range set.List() {
@@ -101,7 +110,7 @@ func mapResources(res map[string]any, real []int) (from, to string, ok bool, err
 }
 
 type mapper struct {
-	real []int
+	real []int // nil: no mapping (--map-cpus false), every cpuset passes unchanged
 	log  io.Writer
 	dir  string // where mapped --resources documents are written (the log's directory)
 	// minOOM, when not nil: the lowest process.oomScoreAdj create/run lets through (RestrictOOM)
@@ -290,16 +299,19 @@ func (m mapper) resourcesFile(args []string, i int, eq bool, data []byte) ([]str
 
 func run() error {
 	a := os.Args[1:]
-	var runc, realCPUs, logPath, restrictOOM, dropHugepages string
+	usage := fmt.Errorf("usage: runc-cpumap --runc <runc> (--real-cpus <cpuset> | --map-cpus false) --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>")
+	var runc, realCPUs, mapCPUs, logPath, restrictOOM, dropHugepages string
 	for len(a) > 0 && a[0] != "--" {
 		if len(a) < 2 {
-			return fmt.Errorf("usage: runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>")
+			return usage
 		}
 		switch a[0] {
 		case "--runc":
 			runc = a[1]
 		case "--real-cpus":
 			realCPUs = a[1]
+		case "--map-cpus":
+			mapCPUs = a[1]
 		case "--log":
 			logPath = a[1]
 		case "--restrict-oom-score-adj":
@@ -311,19 +323,24 @@ func run() error {
 		}
 		a = a[2:]
 	}
-	if len(a) == 0 || runc == "" || realCPUs == "" || logPath == "" {
-		return fmt.Errorf("usage: runc-cpumap --runc <runc> --real-cpus <cpuset> --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>")
+	if len(a) == 0 || runc == "" || logPath == "" || (realCPUs == "") == (mapCPUs == "") ||
+		(mapCPUs != "" && mapCPUs != "false") {
+		return usage
 	}
 	args := append([]string{}, a[1:]...)
-	set, err := cpuset.Parse(realCPUs)
-	if err != nil || set.Size() == 0 {
-		return fmt.Errorf("--real-cpus %q: not a non-empty cpuset", realCPUs)
+	var real []int
+	if realCPUs != "" {
+		set, err := cpuset.Parse(realCPUs)
+		if err != nil || set.Size() == 0 {
+			return fmt.Errorf("--real-cpus %q: not a non-empty cpuset", realCPUs)
+		}
+		real = set.List()
 	}
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	m := mapper{real: set.List(), log: logf, dir: filepath.Dir(logPath), dropHugepages: dropHugepages == "true"}
+	m := mapper{real: real, log: logf, dir: filepath.Dir(logPath), dropHugepages: dropHugepages == "true"}
 	if restrictOOM == "true" {
 		own, err := ownOOMScoreAdj()
 		if err != nil {

@@ -145,3 +145,48 @@ func TestHugepageLimitsAreDroppedInCreateAndUpdate(t *testing.T) {
 		t.Fatalf("log %q", log.String())
 	}
 }
+
+func TestNoMapPassesTheDriversCpusetsToRunc(t *testing.T) {
+	// a node whose CPU hardware is the machine's own (--map-cpus false: real is nil): the driver's
+	// cpusets are CPUs of this kernel and reach runc unchanged, in create and update, still logged;
+	// the CRI-O options still apply
+	dir := t.TempDir()
+	spec := `{"process":{"oomScoreAdj":-998},"linux":{"resources":{"cpu":{"cpus":"1"},"hugepageLimits":[{"pageSize":"2MB","limit":0}]}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	min := 0
+	m := mapper{log: &log, dir: dir, minOOM: &min, dropHugepages: true}
+	if err := m.create([]string{"create", "--bundle", dir, "c1"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	if !strings.Contains(string(data), `"cpus":"1"`) || strings.Contains(string(data), "hugepageLimits") ||
+		!strings.Contains(string(data), `"oomScoreAdj":0`) {
+		t.Fatalf("config %s", data)
+	}
+	res := filepath.Join(dir, "res.json")
+	if err := os.WriteFile(res, []byte(`{"cpu":{"cpus":"0-1"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, err := m.update([]string{"update", "--resources", res, "c2"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(args[2])
+	if !strings.Contains(string(got), `"cpus":"0-1"`) {
+		t.Fatalf("update args %v, resources %s", args, got)
+	}
+	if args, err = m.update([]string{"update", "--cpuset-cpus", "7", "c3"}, 0); err != nil || args[2] != "7" {
+		t.Fatalf("--cpuset-cpus: %v %v", args, err)
+	}
+	for _, line := range []string{"create c1 cpus 1 -> 1", "update c2 cpus 0-1 -> 0-1", "update c3 cpus 7 -> 7"} {
+		if !strings.Contains(log.String(), line) {
+			t.Fatalf("no %q in log %q", line, log.String())
+		}
+	}
+	if _, err := Map("x", nil); err == nil {
+		t.Fatal("a malformed cpuset must be refused without mapping too")
+	}
+}
