@@ -182,8 +182,8 @@ def placement_of(results: list[dict[str, Any]], devices: list[tuple[str, dict[st
     """``{group, id}`` of the allocated devices as published (``manifests.newest_devices``): a grouped
     device's NUMA node or socket (``topology.fact.group_of``); individual devices' common NUMA node; None
     when it cannot be told (a machine device, devices not found, or on several nodes)."""
-    published = dict(((pool, d.get("name")), d) for pool, d in devices)
-    found = [published.get((r.get("pool"), r.get("device"))) for r in results]
+    published = dict(((str(pool), str(d.get("name"))), d) for pool, d in devices)
+    found = [published.get((str(r.get("pool")), str(r.get("device")))) for r in results]
     if not found or any(d is None for d in found):
         return None
     if mode == "individual":
