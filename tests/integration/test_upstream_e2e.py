@@ -6,7 +6,8 @@ own (`hardware: machine`, cluster_node_hw.py). playbooks/install.yml installs th
 the suite expects upstream's own manifests (e2e_suite_test.go: DaemonSet `dracpu` in `kube-system`,
 pods labelled `app=dracpu`, its first container's args carrying `--reserved-cpus`,
 `--cpu-device-mode`, `--group-by`): through the role's `dra_cpu_namespace` and `dra_cpu_chart_values`
-(`fullnameOverride: dracpu`, `podLabels: {app: dracpu}`), reserved CPUs equal to
+(`fullnameOverride: dracpu`, `podLabels: {app: dracpu}`), upstream's own packaged 0.2.0 chart
+(build.sh upstream; pushed under dra-driver-cpu/upstream/charts), reserved CPUs equal to
 `DRACPU_E2E_RESERVED_CPUS`, grouped mode, the driver image upstream's v0.2.0 binary as upstream's
 Dockerfile lays it out (cluster_images.UPSTREAM_DRIVER_IMAGE) and the suite's test image upstream's
 (UPSTREAM_TEST_IMAGE). `DRACPU_E2E_TARGET_NODE` names real01 (else the suite looks for kind's
@@ -39,6 +40,9 @@ from cluster_images import (PROJECT_E2E_DRIVER_IMAGE, UPSTREAM_DRIVER_IMAGE, UPS
 BUILD_SH = os.path.join(REPO, "tests", "cluster", "build.sh")
 TOOLS = os.path.join(REPO, "tests", "cluster", "tools", "dra-driver-cpu-v0.2.0")
 RESERVED = "0"
+# upstream's packaged 0.2.0 chart, pushed under a repository of its own (every cluster's registry shares
+# one storage; the fixture charts stay under dra-driver-cpu/charts)
+UPSTREAM_CHART_REPO = "dra-driver-cpu/upstream/charts"
 CHART_CPU_REQUEST_MILLI = 100   # the 0.2.0 chart's resources.requests.cpu (values.yaml)
 
 pytestmark = [
@@ -83,7 +87,7 @@ def artifacts(*parts):
 @pytest.fixture(scope="module", params=RUNTIMES)
 def e2e_node(request, cluster_factory):
     """(cluster, runtime): one real node on the machine's CPU hardware and the runtime, upstream's
-    images pushed into its registry."""
+    images and chart pushed into its registry."""
     upstream = build("upstream")[0]
     real_node = build("real-node")
     crane, driver = real_node[4], real_node[7]
@@ -93,7 +97,20 @@ def e2e_node(request, cluster_factory):
         registry = json.load(f)["registry"]
     push_upstream(crane, registry, upstream, c.state_dir)
     push_project_main(crane, registry, driver, c.state_dir)
+    c.upstream_chart = push_upstream_chart(c, registry, upstream)
     yield c, request.param
+
+
+def push_upstream_chart(c, registry, upstream):
+    """helm push of build.sh upstream's chart/dra-driver-cpu-0.2.0.tgz; returns the role's dra_cpu_chart."""
+    h = os.path.join(c.state_dir, "helm-upstream")
+    env = dict(os.environ, HELM_CACHE_HOME=f"{h}/cache", HELM_CONFIG_HOME=f"{h}/config", HELM_DATA_HOME=f"{h}/data",
+               HELM_REGISTRY_CONFIG=f"{h}/config/registry.json")
+    r = subprocess.run([c.env["CLUSTER_HELM_BINARY"], "push", os.path.join(upstream, "chart", "dra-driver-cpu-0.2.0.tgz"),
+                        f"oci://{registry}/{UPSTREAM_CHART_REPO}", "--plain-http"],
+                       env=env, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    return f"oci://{registry}/{UPSTREAM_CHART_REPO}/dra-driver-cpu"
 
 
 def install(c, image):
@@ -103,7 +120,7 @@ def install(c, image):
     with open("/sys/devices/system/cpu/online") as f:
         cpus = len(cpuset_ids(f.read().strip()))
     r = run_playbook(c, "install", extra_vars={
-        "dra_cpu_num_vcpu": cpus, "dra_cpu_num_numa_nodes": max(len(nodes), 1),
+        "dra_cpu_chart": c.upstream_chart, "dra_cpu_num_vcpu": cpus, "dra_cpu_num_numa_nodes": max(len(nodes), 1),
         "dra_cpu_namespace": "kube-system", "dra_cpu_chart_version": "0.2.0", "dra_cpu_image": image,
         "dra_cpu_reserved_cpus": RESERVED, "dra_cpu_cpu_device_mode": "grouped",
         "dra_cpu_chart_values": {"fullnameOverride": "dracpu", "podLabels": {"app": "dracpu"}}})
