@@ -178,8 +178,10 @@ def test_every_exclusion_rests_on_facts_of_the_suite_and_this_machine(e2e_node):
                 raise AssertionError(f"{spec}: unknown fact {fact!r}")
     suite = os.path.join(build("upstream")[0], "e2e", "e2e.test")
     out = artifacts("dry-run")
+    # no cluster for the dry run: with one, its ReportAfterSuite polls a minute for a kind worker node
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG" and not k.startswith("DRACPU_E2E_")}
     subprocess.run([suite, "--ginkgo.dry-run", f"--ginkgo.json-report={out}/report.json"], cwd=out,
-                   env=dict(os.environ, KUBECONFIG=c.kubeconfig), stdout=subprocess.DEVNULL,
+                   env=env, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=120, check=False)
     with open(os.path.join(out, "report.json")) as f:
         [report] = json.load(f)
