@@ -14,7 +14,7 @@ SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude 
 	--exclude bench/ --exclude hack/
 
 .PHONY: build-first build-binaries build-1.35 build-1.37 build-helm-old build-real-node build-cri-o build-upstream newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
-        integration integration-real-nodes integration-others molecule docs-check bench clean check
+        integration integration-real-nodes integration-others molecule docs-check bench lock clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
 	@hack/setup.sh
@@ -78,10 +78,11 @@ sanity: deps                ## ansible-test sanity on a copy laid out as ansible
 	cd $(COLL_BUILD) && $(CURDIR)/$(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no \
 	  $(SANITY_EXCLUDES)
 
-lint: deps                  ## ansible-lint (production profile), README variables, antsibull-docs lint, mypy (mypy.ini)
+lint: deps                  ## ansible-lint (production profile), the variable table (docs/usage.md), doc links, antsibull-docs lint, mypy (mypy.ini)
 	$(VENV)/bin/ansible-lint
 	$(VENV)/bin/mypy
 	$(PY) hack/check_variables.py
+	$(PY) hack/check_doc_links.py
 	VENV=$(VENV) hack/lint_collection_docs.sh
 
 INTEGRATION_PYTEST = CLUSTER_SLICE_DELETE_DELAY=3 $(PY) -m pytest tests/integration -q -rs --durations=15 -p no:cacheprovider
@@ -119,7 +120,7 @@ newest: build-first         ## the newest Ansible (ansible 14 / ansible-core 2.2
 	@if [ -z "$(NEWEST_PYTHON)" ]; then \
 	  echo "newest Ansible (unit + live install): SKIPPED, no Python >= 3.12 found (set NEWEST_PYTHON=/path/to/python3.12+)"; \
 	  exit 0; fi; \
-	hack/venv.sh .venv-newest $(NEWEST_PYTHON) requirements-newest.txt requirements.txt || exit 1; \
+	hack/venv.sh .venv-newest $(NEWEST_PYTHON) requirements-newest.lock || exit 1; \
 	.venv-newest/bin/ansible --version | awk 'NR==1'; \
 	.venv-newest/bin/python -m pytest tests/unit -q -rs -p no:cacheprovider \
 	  --ignore=tests/unit/driver --ignore=tests/unit/harness && \
@@ -133,9 +134,11 @@ test: deps                  ## everything CI runs, in two lanes side by side (un
 check: deps                 ## quick feedback: unit + sanity + lint (no cluster)
 	@hack/stages.sh unit sanity lint
 
-bench: build                ## benchmark vs the shell installer's waiting rule -> bench/results.md
-	$(VENV)/bin/pip install -q -r bench/requirements.txt
+bench: build                ## benchmark vs the shell installer's waiting rule -> bench/results.md (its packages are in requirements-dev.lock)
 	$(PY) bench/run.py
+
+lock: deps                  ## regenerate every lock (the drop-in's, requirements-dev.lock, requirements-newest.lock) with uv: hack/installer_lock.py
+	$(PY) hack/installer_lock.py
 
 clean: cluster-down
 	rm -rf build tests/output

@@ -5,7 +5,7 @@ the shell installer's waiting rule and upstream CI's rule, on the hermetic test 
     make bench                              # = .venv/bin/python bench/run.py  -> bench/results.md, .png
     .venv/bin/python bench/run.py --smoke   # N=1 and 10, 1 repetition, short timeline (< 3 min)
 
-Bench-only dependencies: .venv/bin/pip install -r bench/requirements.txt (matplotlib, pyinstrument).
+Bench-only dependencies (bench/requirements.txt: matplotlib, pyinstrument) are in requirements-dev.lock: `make deps`.
 Needs root (the test cluster uses a network namespace) and the binaries of tests/cluster/build.sh.
 See bench/README.md for the method.
 """
@@ -41,8 +41,8 @@ VENV_BIN = os.path.join(REPO, ".venv", "bin")
 
 
 def deps_hint():
-    return ("bench dependencies missing: run `.venv/bin/pip install -r bench/requirements.txt` "
-            "(matplotlib for the plot, pyinstrument for profiles)")
+    return ("bench dependencies missing: run `make deps` (.venv from requirements-dev.lock, which holds "
+            "bench/requirements.txt: matplotlib for the plot, pyinstrument for profiles)")
 
 
 # ------------------------------------------------------------------------------------ one pass

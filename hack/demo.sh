@@ -7,7 +7,7 @@
 # handed out (verify.yml). It only ever touches that cluster: the kubeconfig it
 # passes to the playbooks is the test cluster's own, and KUBECONFIG, K8S_AUTH_*, the kubevirtci
 # path and ~/.kube/config are not read (they are removed from the environment first).
-# Installing into a real cluster is `ansible-playbook kubevirtci.dra_cpu.install` (see README).
+# Installing into a real cluster is `ansible-playbook kubevirtci.dra_cpu.install` (see docs/usage.md).
 #   DEMO_STATE_DIR   the test cluster's state dir (default <repo>/.cluster, as `make cluster-up`)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -3,7 +3,7 @@
 #  - Debian packages the test cluster uses (docker-registry, iproute2, openssl, time, iptables, conmon,
 #    busybox-static) and shellcheck
 #  - the Python virtualenv with the pinned Ansible bundle and test tools (.venv, a link to the one
-#    built for these requirements in the cache: hack/venv.sh)
+#    built for requirements-dev.lock in the cache: hack/venv.sh)
 #  - the collection symlink that makes the checkout importable as kubevirtci.dra_cpu
 # Knobs: PYTHON (interpreter for the venv, default python3.11 from pyenv if present),
 #        VENV (.venv), SETUP_SKIP_APT=true (no apt-get).
@@ -46,8 +46,9 @@ if [ -z "$py" ]; then
     [ -n "$cand" ] && [ -x "$cand" ] && { py=$cand; break; }
   done
 fi
-# the venv is built once per interpreter + requirements in the cache and linked here (hack/venv.sh)
-hack/venv.sh "$venv" "$py" requirements-dev.txt requirements.txt
+# the venv is built once per interpreter + lock in the cache and linked here (hack/venv.sh): exactly
+# the packages of requirements-dev.lock (requirements-dev.txt, requirements.txt, bench/requirements.txt)
+hack/venv.sh "$venv" "$py" requirements-dev.lock
 
 mkdir -p .collections/ansible_collections/kubevirtci
 ln -sfn ../../.. .collections/ansible_collections/kubevirtci/dra_cpu

@@ -226,7 +226,7 @@ def test_kubernetes_135_in_check_mode_reports_the_same(cluster_135):
 
 @built_135
 def test_kubernetes_135_with_the_gate_on_is_a_warning_and_installs(cluster_factory):
-    """What README's preflight section promises for 1.34/1.35: the gate shown on turns the version
+    """What docs/troubleshooting.md's preflight section promises for 1.34/1.35: the gate shown on turns the version
     finding into a warning, and the real 1.35 scheduler allocates a claim from the grouped devices."""
     c = cluster_factory("k8s-1.35-gate-on", **REAL_135, CLUSTER_FEATURE_GATES="DRAConsumableCapacity=true")
     r = run_playbook(c, "install")

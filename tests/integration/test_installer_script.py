@@ -123,7 +123,7 @@ def test_first_run_builds_once_while_a_concurrent_start_waits(host):
     assert "waiting for another install into" in out1 + out2
     assert (host["tools"] / "dra-cpu-helm").is_dir()       # the helm download stays under .tools
     manifest = env_dir(host) / "collections" / "ansible_collections" / "kubernetes" / "core" / "MANIFEST.json"
-    with open(os.path.join(REPO, "README.md")) as fh:
+    with open(os.path.join(REPO, "docs", "kubevirtci.md")) as fh:
         assert "kubernetes.core %s unpacked" % json.loads(manifest.read_text())["collection_info"]["version"] in fh.read()
     assert_only_tools_changed(host)
 

@@ -9,8 +9,8 @@ drop-in, scripts/install_dra_driver_cpu.sh, runs as kubevirtci's `up()` runs it 
 PATH=/usr/bin:/bin, a temporary HOME, the kubeconfig at $KUBEVIRTCI_CONFIG_PATH/$KUBEVIRT_PROVIDER/
 .kubeconfig, the collection from its tarball; test_installer_script.py has the details):
 - the first run fails in preflight naming real02, the check and the fix, and changes nothing;
-- with the documented setting (`-e dra_cpu_skip_incompatible_nodes=true`, README "The kubevirtci
-  flow") the driver stays off real02 and the install ends with real01's cells;
+- with the documented setting (`-e dra_cpu_skip_incompatible_nodes=true`, docs/kubevirtci.md
+  "The kubevirtci flow") the driver stays off real02 and the install ends with real01's cells;
 - verify's claim runs on real01, pinned by the driver through CRI-O's NRI;
 - a re-run changes nothing.
 Tests in this module run in order. Runs last, after `build.sh cri-o` (late_builds.py).
@@ -32,7 +32,7 @@ pytestmark = [
 
 SCRIPT = os.path.join(REPO, "scripts", "install_dra_driver_cpu.sh")
 PROVIDER = "k8s-1.36"
-SKIP = ["-e", "dra_cpu_skip_incompatible_nodes=true"]   # README: "The kubevirtci flow"
+SKIP = ["-e", "dra_cpu_skip_incompatible_nodes=true"]   # docs/kubevirtci.md
 
 
 @pytest.fixture(scope="module")

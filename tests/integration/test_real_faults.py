@@ -7,7 +7,7 @@ the role must not name while the faults hit real01. Its pool comes from the same
 it would a second real node's: the bad-config case runs the DaemonSet on real01 only. The reliability suite's 'driver' cluster
 has a per-node crash on two real nodes (test_reliability_faults.py). Each case injects
 the fault on real01, asserts what the kubelet, the control plane and the role really do, and keeps
-the assert at the role's own wording (README "Troubleshooting"; pod_diagnostics.timeout_message,
+the assert at the role's own wording (docs/troubleshooting.md; pod_diagnostics.timeout_message,
 preflight/nodes.py, module_utils/verify/). Upstream behaviour relied on is named per test.
 
 The chart is installed with the tolerations {key: dra-cpu.kubevirtci.io/real-node, operator:

@@ -47,6 +47,7 @@ def test_artifact_holds_only_what_a_user_runs(artifact):
     for dev in ("bench/", "hack/", ".ci/", "tests/", "extensions/", ".venv", ".cluster", ".collections"):
         assert not [n for n in names if n.startswith(dev)], dev
     for dev in ("Makefile", "ansible.cfg", "requirements-dev.txt", "requirements-newest.txt",
+                "requirements-dev.lock", "requirements-newest.lock",
                 "requirements.yml", ".ansible-lint", ".gitignore"):
         assert dev not in names
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".tar.gz"))]

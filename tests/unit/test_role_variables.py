@@ -1,4 +1,5 @@
-"""README variable table == meta/argument_specs.yml == defaults/main.yml (hack/check_variables.py)."""
+"""The variable table of docs/usage.md == meta/argument_specs.yml == defaults/main.yml, and no other
+page holds one (hack/check_variables.py)."""
 
 import importlib.util
 import shutil
@@ -15,7 +16,7 @@ _spec.loader.exec_module(check_variables)
 @pytest.fixture
 def tree(tmp_path):
     """A copy of the three sources that a test may break."""
-    for rel in ("README.md", "roles/dra_cpu/defaults/main.yml", "roles/dra_cpu/meta/argument_specs.yml"):
+    for rel in ("README.md", "docs/usage.md", "roles/dra_cpu/defaults/main.yml", "roles/dra_cpu/meta/argument_specs.yml"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     return tmp_path
@@ -77,10 +78,25 @@ def test_seed_environment_variables_are_mapped(name, env):
     assert check_variables.load_defaults()[name]["env"] == sorted(env)
 
 
-def test_readme_default_drift_is_reported(tree):
-    _edit(tree / "README.md", "| `dra_cpu_reserved_cpus` | `0-1` |", "| `dra_cpu_reserved_cpus` | `0-2` |")
+def test_table_default_drift_is_reported(tree):
+    _edit(tree / "docs/usage.md", "| `dra_cpu_reserved_cpus` | `0-1` |", "| `dra_cpu_reserved_cpus` | `0-2` |")
     problems = check_variables.check(tree)
-    assert any(p.startswith("dra_cpu_reserved_cpus: README default") for p in problems), problems
+    assert any(p.startswith("dra_cpu_reserved_cpus: docs/usage.md default") for p in problems), problems
+
+
+def test_a_second_table_is_reported(tree):
+    row = next(line for line in (tree / "docs/usage.md").read_text().splitlines()
+               if line.startswith("| `dra_cpu_reserved_cpus` |"))
+    with (tree / "README.md").open("a") as fd:
+        fd.write("\n" + row + "\n")
+    assert check_variables.check(tree) == ["README.md: a variable table outside docs/usage.md"]
+
+
+def test_a_missing_table_is_reported(tree):
+    (tree / "docs/usage.md").write_text("# Usage and variables\n")
+    problems = check_variables.check(tree)
+    assert problems[0] == "docs/usage.md: no variable table between %r and %r" % (
+        check_variables.BEGIN, check_variables.END), problems
 
 
 def test_spec_default_drift_is_reported(tree):
@@ -94,7 +110,7 @@ def test_variable_missing_from_readme_and_spec_is_reported(tree):
         fd.write("dra_cpu_brand_new: 1\n")
     problems = check_variables.check(tree)
     assert "dra_cpu_brand_new: in defaults/main.yml but not in meta/argument_specs.yml" in problems
-    assert "dra_cpu_brand_new: missing from the README variable table" in problems
+    assert "dra_cpu_brand_new: missing from the variable table of docs/usage.md" in problems
 
 
 def test_environment_drift_is_reported(tree):

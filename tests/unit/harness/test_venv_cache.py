@@ -10,7 +10,7 @@ SCRIPT = os.path.join(REPO, "hack", "venv.sh")
 
 
 def run(tmp_path, link, *reqs):
-    env = dict(os.environ, CLUSTER_CACHE_DIR=str(tmp_path / "cache"), VENV_UPGRADE_PIP="false")
+    env = dict(os.environ, CLUSTER_CACHE_DIR=str(tmp_path / "cache"))
     return subprocess.run([SCRIPT, str(link), sys.executable, *map(str, reqs)], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300, check=True)
 
@@ -27,6 +27,8 @@ def test_built_once_linked_and_rebuilt_when_the_requirements_change(tmp_path):
     assert os.path.basename(built).startswith("venv-"), built
     assert os.path.exists(os.path.join(built, ".complete"))
     assert os.access(os.path.join(built, "bin", "python"), os.X_OK)
+    with open(os.path.join(built, ".built-from")) as fh:
+        assert fh.read() == "req.txt\n"
 
     in_place = tmp_path / "clone2" / ".venv"     # a venv made in place before hack/venv.sh
     (in_place / "bin").mkdir(parents=True)
