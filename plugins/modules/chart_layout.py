@@ -61,6 +61,12 @@ options:
     type: str
     default: grouped
     choices: [grouped, individual]
+  node_allocatable_mapping:
+    description:
+      - Set C(driverConfig.publishNodeAllocatableResourceMapping=true) (KEP-5517); fails naming
+        C(dra_cpu_node_allocatable_mapping) and the chart when the chart has no such key. False sets nothing.
+    type: bool
+    default: false
   image:
     description:
       - The image to run, C(repository[:tag]), set through C(image.repository) and C(image.tag);

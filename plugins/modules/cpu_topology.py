@@ -134,6 +134,13 @@ options:
     default: ''
     choices: ['', numanode, socket, machine]
     version_added: 0.1.0
+  expected_node_allocatable_mapping:
+    description:
+      - KEP-5517 (C(dra_cpu_node_allocatable_mapping)). V(true) - a complete pool counts only when every device
+        carries C(nodeAllocatableResources); one without it is looked at again within O(sizing_grace), then the
+        module fails saying the API server drops the field (C(DRANodeAllocatableResources) off there) instead of
+        waiting for O(timeout). V(false) - only pools without it count. Unset - not checked.
+    type: bool
   sizing_grace:
     description:
       - When every pool is complete but the sizes or the shape do not match O(expected_cpus_per_node),
@@ -230,6 +237,12 @@ ansible_facts:
           elements: str
           sample: []
           version_added: 0.1.0
+        node_allocatable_mapping:
+          description:
+            - True when every device of every driver pool carries KEP-5517's C(nodeAllocatableResources)
+              (C(dra_cpu_node_allocatable_mapping) on and the API server keeping the field).
+          type: bool
+          sample: false
         total_allocatable_cpus:
           description: Sum over the Ready nodes.
           type: int

@@ -69,6 +69,14 @@ options:
     description: The feature gate grouped CPU devices need (individual mode does not).
     type: str
     default: DRAConsumableCapacity
+  node_allocatable_mapping:
+    description:
+      - KEP-5517 mappings are asked for (C(dra_cpu_node_allocatable_mapping)). Adds the C(node_allocatable_gate)
+        check, an error unless C(DRANodeAllocatableResources) is enabled on the API server (its
+        C(kubernetes_feature_enabled) metric) and in the C(featureGates) of every checked node's kubelet
+        (C(/configz)); one finding for the API server and one per node, naming what is missing and where.
+    type: bool
+    default: false
   node_selector:
     description: The chart's C(nodeSelector); only matching nodes are checked.
     type: dict
@@ -90,8 +98,8 @@ options:
     type: list
     elements: str
     default: []
-    choices: [server_version, resource_api, feature_gate, container_runtime, cpu_manager_policy, reserved_cpus,
-              eligible_nodes]
+    choices: [server_version, resource_api, feature_gate, node_allocatable_gate, container_runtime, cpu_manager_policy,
+              reserved_cpus, eligible_nodes]
   skip_incompatible_nodes:
     description:
       - Instead of failing on per-node errors (C(container_runtime), C(cpu_manager_policy), C(reserved_cpus)),

@@ -49,6 +49,14 @@ options:
       - Role variable C(dra_cpu_cpu_device_mode).
     type: str
     default: grouped
+  node_allocatable_mapping:
+    description:
+      - Publish KEP-5517 node-allocatable mappings (the chart's C(driverConfig.publishNodeAllocatableResourceMapping)).
+        A bool, or a string of one (V(true)/V(false), blank = false). A
+        C(driverConfig.publishNodeAllocatableResourceMapping) in O(chart_values) must agree with it.
+      - Role variable C(dra_cpu_node_allocatable_mapping).
+    type: raw
+    default: false
   chart:
     description:
       - Chart reference, V(oci://<registry>/<path>), an http(s) chart repository URL, or a local path.

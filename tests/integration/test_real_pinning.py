@@ -85,7 +85,13 @@ def test_verify_sees_the_container_on_exactly_the_claimed_cpus(machine_node):
     out = res["readout"]
     assert out["problems"] == [] and out["cpuset_compared"] is True, out
     assert len(cpuset_ids(out["dra_cpuset"])) == 1 and cpuset_ids(out["dra_cpuset"]) <= cpus, out
-    assert out["container_cpus"] == out["dra_cpuset"], out
+    assert out["container_cpus"] == out["dra_cpuset"] == out["cgroup_cpus"], out
+    # the claim's CPU lies in the allocated device's NUMA node as the container's own sysfs groups it
+    assert out["placement"]["group"] == "numanode" and \
+        cpuset_ids(out["dra_cpuset"]) <= cpuset_ids(out["placement"]["kernel_cpus"]), out
+    text = " ".join(str(line) for line in res["report"])
+    assert f"in compute: runs on exactly the claimed CPUs {out['dra_cpuset']} (Cpus_allowed_list; cgroup " \
+        f"{out['dra_cpuset']}) inside NUMA node {out['placement']['id']}" in text, text
 
 
 def shared_pod(name):
@@ -113,12 +119,13 @@ def allowed_since(c, pod, t0):
     core, _ = apis(c)
     try:
         log = core.read_namespaced_pod_log(pod, "default", timestamps=True, tail_lines=30)
-    except ApiException as e:   # 400 while the container is still being created
-        if e.status != 400:
+    except ApiException as e:   # 400 while the container is still being created, 404 before the pod is seen
+        if e.status not in (400, 404):
             raise
         return []
     out = []
-    for line in log.splitlines():
+    # the client gives None for an empty log (a container that printed nothing yet)
+    for line in (log or "").splitlines():
         stamp, _, text = line.partition(" ")
         if text.startswith("Cpus_allowed_list:") and _epoch(stamp) > t0:
             out.append(cpuset_ids(text.split()[1]))

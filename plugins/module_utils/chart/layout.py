@@ -99,7 +99,10 @@ def section_keys(values: dict[str, Any], schema: dict[str, Any] | None, section:
 
 def required_settings(reserved_cpus: str = "", group_by: str = "", cpu_device_mode: str = "grouped") -> dict[str, Any]:
     """The driver settings the role passes: {chart key: value}. reservedCPUs is always set (an
-    upgrade then clears an earlier value); groupBy only when not the chart's default."""
+    upgrade then clears an earlier value); groupBy only when not the chart's default.
+    (``release_values`` adds publishNodeAllocatableResourceMapping only when it is on: helm's
+    upgrade without --reuse-values then drops it when turned off, and a chart without it is
+    refused only when it is asked for.)"""
     settings = {"reservedCPUs": reserved_cpus or ""}
     if cpu_device_mode:
         settings["cpuDeviceMode"] = cpu_device_mode
@@ -180,6 +183,13 @@ def release_values(layout: dict[str, Any], settings: dict[str, Any], user_values
             "pick another dra_cpu_chart or dra_cpu_chart_version" % chart)
     wanted = required_settings(settings.get("reserved_cpus", ""), settings.get("group_by", ""),
                                settings.get("cpu_device_mode", "grouped"))
+    if settings.get("node_allocatable_mapping"):
+        if key != cv.DRIVER_CONFIG or cv.MAPPING_KEY not in layout["keys"]:
+            raise ChartLayoutError(
+                "dra_cpu_node_allocatable_mapping: true needs the chart value driverConfig.%s, which chart %s "
+                "does not have (its driver settings are %s.*); nothing was installed; use a chart that has it "
+                "(upstream main's) or set dra_cpu_node_allocatable_mapping: false" % (cv.MAPPING_KEY, chart, key))
+        wanted[cv.MAPPING_KEY] = True
     missing = ["%s.%s" % (key, k) for k in sorted(wanted) if k not in layout["keys"]]
     values = {key: wanted}
     if image:

@@ -42,6 +42,8 @@ CLAIMABLE_GROUP_BY = tuple(g for g in GROUP_BY if g not in UNCLAIMABLE_GROUP_BY)
 
 ARGS = "args"
 DRIVER_CONFIG = "driverConfig"
+# KEP-5517: the driverConfig key dra_cpu_node_allocatable_mapping sets (upstream main)
+MAPPING_KEY = "publishNodeAllocatableResourceMapping"
 FIRST_DRIVER_CONFIG = (0, 3, 0)
 
 

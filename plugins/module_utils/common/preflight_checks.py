@@ -15,6 +15,7 @@ CHECKS = (
     "server_version",
     "resource_api",
     "feature_gate",
+    "node_allocatable_gate",
     "container_runtime",
     "cpu_manager_policy",
     "reserved_cpus",

@@ -5,6 +5,8 @@
 * ``gather.py``: the reads (version, /metrics, /apis, nodes, /configz, what is installed) and the
   order of the checks;
 * ``rules.py``: the finding shape, the cluster-wide checks, the ignore list and the summary;
+* ``node_allocatable.py``: with ``dra_cpu_node_allocatable_mapping``, the ``DRANodeAllocatableResources``
+  gate of the API server (metric) and of every driver node's kubelet (``/configz``);
 * ``nodes.py``: the per-node checks and where the DaemonSet runs (keeping the driver off nodes);
 * ``report.py``: the lines the role prints;
 * ``installed.py``: what is installed already: the release namespace (exists, terminating, labels)

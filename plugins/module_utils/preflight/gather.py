@@ -3,7 +3,8 @@
 """Gather what preflight needs from the cluster and run the rules on it.
 
 Owns: the reads (version, /metrics, /apis, nodes, each node's /configz, the
-namespace and the helm release Secret) and the order of the checks. The
+namespace and the helm release Secret) and the order of the checks (with
+``node_allocatable_mapping`` also node_allocatable.py's, from the same reads). The
 rules themselves are pure (rules.py, nodes.py); the
 module (plugins/modules/preflight.py) only parses its options and exits.
 Read-only: never writes to the cluster.
@@ -16,6 +17,7 @@ __metaclass__ = type
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import node_allocatable
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as nodes_rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import supports_node_affinity
@@ -75,6 +77,10 @@ def run_checks(api: RawApi, params: dict[str, Any], reserved: list[int] | None) 
                                       observed="unknown", required="resource.k8s.io/v1",
                                       fix="grant get on the non-resource URL /apis"))
     findings += rules.check_feature_gate(metrics, params["feature_gate"], metrics_error, params["cpu_device_mode"])
+    mapping = bool(params.get("node_allocatable_mapping"))
+    if mapping:
+        findings += node_allocatable.check_api_server(metrics, metrics_error)
+    stage = node_allocatable.api_stage(metrics)
 
     try:
         nodes = api.list_nodes()
@@ -109,6 +115,12 @@ def run_checks(api: RawApi, params: dict[str, Any], reserved: list[int] | None) 
                 except KubeRequestError as exc:
                     configz_error = exc.message
                 findings += nodes_rules.check_cpu_manager_policy(name, configz, configz_error)
+                if mapping:
+                    findings += node_allocatable.check_kubelet(
+                        name, configz, configz_error, stage,
+                        ((obj.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion"))
+            elif mapping:
+                findings += node_allocatable.not_ready(name) if not ready else node_allocatable.not_checked(name)
             findings += nodes_rules.check_reserved_cpus(name, reserved, nodes_rules.node_cpu_count(obj))
 
     findings = rules.apply_ignore(findings, params["ignore"])

@@ -7,6 +7,8 @@
 * ``waiter.py``: one list, then one watch of the slices until every target pool is complete;
 * ``slice_pools.py``: slices -> pools, the generation that counts, completeness, progress;
 * ``fact.py``: complete pools -> per-node, per-cell topology (the fact's shape);
+* ``node_allocatable.py``: KEP-5517 ``nodeAllocatableResources`` in the devices, the fact's
+  ``node_allocatable_mapping``, its check against the release and the report line;
 * ``claim_limits.py``: the API's 32 devices per claim -> the largest claim per cell and node;
 * ``sizing.py``: the kubevirtci sizing rule and ``min_cell_cpus`` against a topology;
 * ``table.py``: the per-cell table (cpu_topology's ``summary``);

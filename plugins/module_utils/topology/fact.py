@@ -43,6 +43,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
     format_cpuset,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.kubevirt_sizes import vm_sizes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
     group_pools,
@@ -178,7 +179,8 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
     """The topology of one complete pool.
 
     Returns ``{pool_generation, allocatable_cpus, cells, mode, group_by,
-    pool, slices, smt_enabled, ready}`` (``ready`` true: cluster_topology
+    pool, slices, smt_enabled, ready, node_allocatable_mapping}`` (the last: every device carries
+    KEP-5517's ``nodeAllocatableResources``; ``ready`` true: cluster_topology
     sets it false for a node that is not Ready); each cell is ``{id, devices,
     allocatable_cpus}`` (individual mode adds ``cpus``, the cpuset of the
     cell's CPU ids when the driver publishes ``cpuID``).
@@ -237,6 +239,7 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
         "allocatable_cpus": sum(c["allocatable_cpus"] for c in ordered),
         "cells": ordered,
         "ready": True,
+        "node_allocatable_mapping": node_allocatable.all_carry(devices),
     }
 
 
@@ -325,6 +328,8 @@ def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
         "claim_device_limit": CLAIM_DEVICE_LIMIT,
         "largest_cell": _ref(largest),
         "smallest_cell": _ref(smallest),
+        # KEP-5517: every device of every pool carries nodeAllocatableResources (verify reads it)
+        "node_allocatable_mapping": node_allocatable.cluster_mapping(node_facts),
     }
 
 

@@ -26,7 +26,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import GROUP_BY, MODES
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
@@ -63,6 +63,9 @@ def argument_spec() -> dict[str, Any]:
         record_failure=dict(type="str", default=""),
         expected_mode=dict(type="str", default="", choices=[""] + list(MODES)),
         expected_group_by=dict(type="str", default="", choices=[""] + list(GROUP_BY)),
+        # KEP-5517: true = a pool counts only with nodeAllocatableResources on every device (false:
+        # only without); unset = not checked
+        expected_node_allocatable_mapping=dict(type="bool"),
         sizing_grace=dict(type="int", default=0),
         not_ready_nodes=dict(type="list", elements="str"),
     )
@@ -211,7 +214,9 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
         result["report"].append(not_published_line([e.get("node") for e in result["pending_nodes"]],
                                                    params["timeout"]))
 
+    result["report"] += node_allocatable.report_lines(detail)
     problems = sizing.check_shape(detail, params.get("expected_mode"), params.get("expected_group_by"))
+    problems += node_allocatable.check_mapping(detail, params.get("expected_node_allocatable_mapping"))
     problems += sizing.check_sizing(detail, params.get("expected_cells_per_node"),
                                     params.get("expected_cpus_per_node"), reserved)
     result["sizing_problems"] = problems

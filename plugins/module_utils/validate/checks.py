@@ -40,6 +40,7 @@ VARIABLES = {
     "min_cell_cpus": "dra_cpu_min_cell_cpus",
     "kubeconfig": "dra_cpu_kubeconfig",
     "context": "dra_cpu_context",
+    "node_allocatable_mapping": "dra_cpu_node_allocatable_mapping",
 }
 
 STATES = ("present", "absent")
@@ -89,6 +90,23 @@ def choice(params: dict[str, Any], name: str, default: str, choices: tuple[str, 
     if value not in choices:
         errors.append(err(name, raw, "is not %s" % what, " or ".join(choices)))
     settings[name] = value
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0", "")
+
+
+def boolean(params: dict[str, Any], name: str, settings: dict[str, Any], errors: list[str]) -> None:
+    """A boolean (a bool, or a string of one as an environment variable brings it; blank: false).
+    Records the value or an error."""
+    raw = params.get(name)
+    if isinstance(raw, bool) or raw is None:
+        settings[name] = bool(raw)
+        return
+    text = str(raw).strip().lower()
+    if text not in _TRUE + _FALSE:
+        errors.append(err(name, raw, "is not a boolean", "true or false"))
+    settings[name] = text in _TRUE
 
 
 def format_duration(seconds: int) -> str:

@@ -39,6 +39,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.preflight_checks import CHECKS
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import (
+    MAPPING_KEY,
     CLAIMABLE_GROUP_BY,
     GROUP_BY,
     MODES,
@@ -53,6 +54,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks
     UNCLAIMABLE_GROUP_BY_REASON,
     VARIABLES,
     blank,
+    boolean,
     choice,
     err,
     format_duration,
@@ -91,6 +93,8 @@ def _check_driver(p: dict[str, Any], settings: dict[str, Any], errors: list[str]
     settings["group_by"] = group_by
 
     choice(p, "cpu_device_mode", "grouped", MODES, "a device mode", settings, errors)
+    # KEP-5517: driverConfig.publishNodeAllocatableResourceMapping (chart stage); the gate: preflight
+    boolean(p, "node_allocatable_mapping", settings, errors)
     return reserved
 
 
@@ -109,6 +113,19 @@ def _check_claimable(p: dict[str, Any], settings: dict[str, Any], errors: list[s
                 if isinstance(values.get(section), dict) and "groupBy" in values[section]]
         errors.append("%s: %s %s; expected a groupBy of %s, or none" % (
             VARIABLES["chart_values"], ", ".join(keys), UNCLAIMABLE_GROUP_BY_REASON, " or ".join(CLAIMABLE_GROUP_BY)))
+
+
+def _check_mapping_values(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+    """A ``driverConfig.publishNodeAllocatableResourceMapping`` in ``chart_values`` (merged last)
+    must say what ``node_allocatable_mapping`` says: preflight and topology act on the setting."""
+    section = (settings.get("chart_values") or {}).get(cv.DRIVER_CONFIG)
+    if not isinstance(section, dict) or MAPPING_KEY not in section:
+        return
+    if section[MAPPING_KEY] is not settings["node_allocatable_mapping"]:
+        errors.append("%s: driverConfig.%s: %s disagrees with %s: %s; expected the mapping set through %s only" % (
+            VARIABLES["chart_values"], MAPPING_KEY, show(section[MAPPING_KEY]),
+            VARIABLES["node_allocatable_mapping"], show(p.get("node_allocatable_mapping")),
+            VARIABLES["node_allocatable_mapping"]))
 
 
 def _check_chart_and_release(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> bool:
@@ -298,6 +315,7 @@ def validate_inputs(params: dict[str, Any] | None) -> tuple[dict[str, Any], list
     _check_sizing(p, reserved, settings, errors)
     _check_values_and_preflight(p, settings, errors)
     _check_claimable(p, settings, errors)
+    _check_mapping_values(p, settings, errors)
     # kubeconfig / context: checked locally so that a typo fails here, naming the variable
     errors.extend(check_kubeconfig(p.get("kubeconfig"), p.get("context")))
 
@@ -333,6 +351,7 @@ def argument_spec() -> dict[str, Any]:
         reserved_cpus=dict(type="str", default=""),
         group_by=dict(type="str", default=""),
         cpu_device_mode=dict(type="str", default="grouped"),
+        node_allocatable_mapping=dict(type="raw", default=False),
         chart=dict(type="str"),
         chart_version=dict(type="str"),
         namespace=dict(type="str"),

@@ -59,6 +59,6 @@ def test_every_late_build_and_needs_build_mark_of_the_suite_names_a_recipe_line(
             marks |= set(re.findall(r'late_build\(f?"([^"]+)"\)', text))
             needs |= set(re.findall(r'needs_build\("([^"]+)"\)', text))
     marks = {m.replace("{K8S_135}", "v1.35.4") for m in marks}
-    assert marks == {"helm-old", "real-node", "cri-o", "upstream", "real-node v1.35.4"}
+    assert marks == {"helm-old", "real-node", "cri-o", "upstream", "real-node v1.35.4", "real-node v1.37.2"}
     assert needs == {"real-node"}       # reliability_lib.NEEDS_REAL_NODES: the 'driver' cluster
     assert marks | needs <= names

@@ -5,14 +5,16 @@
 // attributes.go (addCompatibilityAttributes), pkg/driver/driver.go New() (slices.Chunk at
 // DevicesPerResourceSlice) and v0.2.0 pkg/driver/dra_hooks.go (no resource.kubernetes.io/numaNode,
 // grouped devices in one slice), exactly as the simulator's former sim_slices.py build_devices and
-// chunks_for encode them. Not ported: PCIe root attributes (--expose-pcie-roots only lowers the
-// chunk size to 64) and nodeAllocatableResources.
+// chunks_for encode them, and main's KEP-5517 nodeAllocatableResources (groupedCPUNodeAllocatable,
+// individualCPUNodeAllocatable; main only, with publishNodeAllocatableResourceMapping). Not ported:
+// PCIe root attributes (--expose-pcie-roots only lowers the chunk size to 64).
 package devices
 
 import (
 	"fmt"
 	"sort"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/cpuset"
@@ -44,6 +46,9 @@ type Options struct {
 	GroupBy         string
 	Reserved        cpuset.CPUSet
 	ExposePCIeRoots bool
+	// NodeAllocatable: publish KEP-5517 nodeAllocatableResources on every device (main only:
+	// driverConfig.publishNodeAllocatableResourceMapping; OptionsFrom never sets it for v0.2)
+	NodeAllocatable bool
 }
 
 // Set is the built device list, the CPUs behind each device and the chunks to publish.
@@ -71,7 +76,9 @@ func Build(t *topology.Topology, o Options) Set {
 	s := Set{CPUs: map[string]cpuset.CPUSet{}, Online: t.Online, Reserved: o.Reserved}
 	if o.Mode == config.ModeIndividual {
 		for _, d := range individual(t, o.Reserved) {
-			s.Devices = append(s.Devices, individualDevice(d.name, d.cpu, t.SMTEnabled, o.Flavor))
+			dev := individualDevice(d.name, d.cpu, t.SMTEnabled, o.Flavor)
+			dev.NodeAllocatableResources = individualNodeAllocatable(o.NodeAllocatable)
+			s.Devices = append(s.Devices, dev)
 			s.CPUs[d.name] = cpuset.New(d.cpu.ID)
 		}
 	} else {
@@ -102,6 +109,30 @@ func Chunk(devs []resourceapi.Device, o Options) [][]resourceapi.Device {
 		out = append(out, devs[i:min(i+n, len(devs))])
 	}
 	return out
+}
+
+// groupedNodeAllocatable is upstream groupedCPUNodeAllocatable: nil when off, else cpu mapped
+// onto the consumed dra.cpu/cpu capacity, one node CPU per unit (capacityKey + capacityMultiplier "1").
+func groupedNodeAllocatable(enabled bool) map[v1.ResourceName]resourceapi.NodeAllocatableResource {
+	if !enabled {
+		return nil
+	}
+	key, one := CPUResource, resource.MustParse("1")
+	return map[v1.ResourceName]resourceapi.NodeAllocatableResource{
+		v1.ResourceCPU: {Mapping: &resourceapi.NodeAllocatableMapping{CapacityKey: &key, CapacityMultiplier: &one}},
+	}
+}
+
+// individualNodeAllocatable is upstream individualCPUNodeAllocatable: nil when off, else one node
+// CPU per allocated device (deviceMultiplier "1").
+func individualNodeAllocatable(enabled bool) map[v1.ResourceName]resourceapi.NodeAllocatableResource {
+	if !enabled {
+		return nil
+	}
+	one := resource.MustParse("1")
+	return map[v1.ResourceName]resourceapi.NodeAllocatableResource{
+		v1.ResourceCPU: {Mapping: &resourceapi.NodeAllocatableMapping{DeviceMultiplier: &one}},
+	}
 }
 
 type cpuDeviceInfo struct {
@@ -179,6 +210,7 @@ func grouped(t *topology.Topology, o Options) []groupDevice {
 			Attributes:               attrs,
 			Capacity:                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{CPUResource: {Value: *resource.NewQuantity(int64(n), resource.DecimalSI)}},
 			AllowMultipleAllocations: &allow,
+			NodeAllocatableResources: groupedNodeAllocatable(o.NodeAllocatable),
 		}})
 	}
 	switch o.GroupBy {
@@ -232,12 +264,14 @@ func (s Set) Available() cpuset.CPUSet {
 }
 
 // OptionsFrom turns the effective config into device options (upstream run(): cpuset.Parse of
-// reservedCPUs, "failed to parse reserved CPUs: ...").
+// reservedCPUs, "failed to parse reserved CPUs: ..."; app.go passes
+// cfg.PublishNodeAllocatableResourceMapping to the builder, a key only main's config file has).
 func OptionsFrom(cfg config.Config, flavor string) (Options, error) {
 	reserved, err := cpuset.Parse(cfg.ReservedCPUs)
 	if err != nil {
 		return Options{}, fmt.Errorf("failed to parse reserved CPUs: %w", err)
 	}
 	return Options{Flavor: flavor, Mode: cfg.CPUDeviceMode, GroupBy: cfg.GroupBy, Reserved: reserved,
-		ExposePCIeRoots: cfg.ExposePCIeRoots}, nil
+		ExposePCIeRoots: cfg.ExposePCIeRoots,
+		NodeAllocatable: flavor == config.FlavorMain && cfg.PublishNodeAllocatableResourceMapping}, nil
 }

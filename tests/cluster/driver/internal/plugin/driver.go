@@ -48,6 +48,7 @@ type Driver struct {
 	mu         sync.Mutex
 	claims     map[types.UID]preparedClaim
 	containers map[string]containerState // by container id (nri.go)
+	owners     map[types.UID]owner           // main: the container each claim is bound to (owners.go)
 	nri        stub.Stub
 }
 
@@ -56,7 +57,7 @@ func New(client kubernetes.Interface, nodeName string, cfg config.Config, flavor
 	return &Driver{driverName: DriverName, nodeName: nodeName, flavor: flavor, mode: cfg.CPUDeviceMode, groupBy: cfg.GroupBy,
 		kubeletRootDir: cfg.KubeletRootDir, dataDir: PluginDataDir(cfg.KubeletRootDir, DriverName),
 		cdiDir: CDISpecDir, set: set, client: client, claims: map[types.UID]preparedClaim{},
-		containers: map[string]containerState{}}
+		containers: map[string]containerState{}, owners: map[types.UID]owner{}}
 }
 
 // RegistrarDir is <kubelet-root>/plugins_registry.

@@ -6,10 +6,12 @@
 // the driver exits):
 //   - a container whose environment holds DRA_CPUSET_<claim uid>=<cpuset> (the CDI spec of a claim
 //     prepared by this driver, cdi.go) is pinned to the union of its claims' CPUs
-//     (CreateContainer); the claims must be ones this driver prepared, with those CPUs;
+//     (CreateContainer); the claims must be ones this driver prepared, with those CPUs, and (main)
+//     not bound to another container (owners.go);
 //   - every other container is "shared": pinned to the available CPUs (all but the reserved ones)
 //     minus the CPUs prepared for claims; when a claim's first container is created the running
-//     shared containers are updated to the smaller set;
+//     shared containers are updated to the smaller set (main: only when the container bound a claim
+//     now, not when it restarts; v0.2.0: on every claim container);
 //   - StopContainer forgets the container; main keeps the claim's CPUs until Unprepare and updates
 //     no one (upstream TODO #279), v0.2.0 releases them at once and updates the shared containers;
 //   - Synchronize (the runtime's state when the plugin connects) rebuilds the container states
@@ -109,6 +111,10 @@ func (d *Driver) Synchronize(ctx context.Context, pods []*api.PodSandbox, contai
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.containers = map[string]containerState{}
+	podUIDs := map[string]types.UID{}
+	for _, p := range pods {
+		podUIDs[p.Id] = types.UID(p.Uid)
+	}
 	var updates []*api.ContainerUpdate
 	for _, c := range containers {
 		claims, err := ParseDRAEnv(c.Env)
@@ -125,6 +131,12 @@ func (d *Driver) Synchronize(ctx context.Context, pods []*api.PodSandbox, contai
 			}
 			st.claims = append(st.claims, uid)
 			all = all.Union(cpus)
+		}
+		if len(st.claims) > 0 && d.flavor == config.FlavorMain {
+			// main rebinds the running containers' claims (upstream returns the refusal)
+			if _, err := d.setOwner(podUIDs[c.PodSandboxId], c.Name, st.claims); err != nil {
+				return nil, err
+			}
 		}
 		d.containers[c.Id] = st
 		if len(st.claims) > 0 {
@@ -157,18 +169,31 @@ func (d *Driver) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *
 		adjust.SetLinuxCPUSetCPUs(shared.String())
 		return adjust, nil, nil
 	}
-	if err := d.checkPrepared(claims); err != nil {
-		return nil, nil, err
-	}
 	all := cpuset.New()
 	st := containerState{pod: pod.Id}
 	for uid, cpus := range claims {
 		all = all.Union(cpus)
 		st.claims = append(st.claims, uid)
 	}
+	// main binds the claims to this container first (owners.go); v0.2.0 has no owners
+	var bound []types.UID
+	if d.flavor == config.FlavorMain {
+		if bound, err = d.setOwner(types.UID(pod.Uid), ctr.Name, st.claims); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := d.checkPrepared(claims); err != nil {
+		d.cleanupOwners(bound...)
+		return nil, nil, err
+	}
 	d.containers[ctr.Id] = st
 	logger.V(2).Info("guaranteed CPUs found", "cpus", all.String())
 	adjust.SetLinuxCPUSetCPUs(all.String())
+	// main: a new owner means the first CreateContainer after Prepare; on a restart the shared
+	// cpuset has not changed (nri_hooks.go `if len(newOwners) > 0`). v0.2.0: always
+	if d.flavor == config.FlavorMain && len(bound) == 0 {
+		return adjust, nil, nil
+	}
 	return adjust, d.sharedUpdates(ctr.Id), nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/utils/cpuset"
 
 	"kubevirtci.io/dra-cpu/testdriver/internal/config"
@@ -143,5 +144,69 @@ func TestSynchronizeRebuildsFromTheEnvironment(t *testing.T) {
 	}
 	if d.SharedCPUs().String() != cpuset.New(2, 3, 4, 5, 9, 10, 11).String() {
 		t.Fatalf("shared %s", d.SharedCPUs())
+	}
+}
+
+// upstream main nri_hooks_test.go (the restarted container): the first CreateContainer after Prepare
+// binds the claim and re-pins the shared containers; a restart of the same container (same pod and
+// name, a new id) binds again and updates no one (`if len(newOwners) > 0`); v0.2.0 re-pins every time
+func TestCreateContainerRepinsTheSharedPoolOnlyOnTheFirstOwnerOnMain(t *testing.T) {
+	for _, flavor := range []string{config.FlavorMain, config.FlavorV02} {
+		d := newDriver(t, config.ModeGrouped, t.TempDir())
+		d.flavor = flavor
+		ctx := context.Background()
+		pod := &api.PodSandbox{Id: "p", Name: "vm", Namespace: "ns", Uid: "pu"}
+		d.CreateContainer(ctx, &api.PodSandbox{Id: "s", Uid: "su"}, &api.Container{Id: "shared1", Name: "web"})
+		prepareGrouped(t, d, "u1", "cpudevnuma000", "2")
+		first := &api.Container{Id: "vm1", Name: "compute", Env: []string{"DRA_CPUSET_u1=2-3"}}
+		if _, updates, err := d.CreateContainer(ctx, pod, first); err != nil || len(updated(updates)) != 1 {
+			t.Fatalf("%s first: %v %v", flavor, updates, err)
+		}
+		d.StopContainer(ctx, pod, first)
+		restarted := &api.Container{Id: "vm2", Name: "compute", Env: []string{"DRA_CPUSET_u1=2-3"}}
+		adjust, updates, err := d.CreateContainer(ctx, pod, restarted)
+		if err != nil || cpusOf(t, adjust) != "2-3" {
+			t.Fatalf("%s restart: %v %v", flavor, adjust, err)
+		}
+		if flavor == config.FlavorMain && len(updates) != 0 {
+			t.Fatalf("main: a restart must update no one, got %v", updated(updates))
+		}
+		if flavor == config.FlavorV02 && len(updated(updates)) != 1 {
+			t.Fatalf("v0.2: updates %v", updated(updates))
+		}
+	}
+}
+
+// upstream main pkg/store/claim_tracker.go SetOwner: a claim bound to one container is refused to
+// another ("already bound"), and a refused CreateContainer keeps no binding; Unprepare
+// (dra_hooks.go unprepareResourceClaim, claimTracker.Cleanup) forgets the claim's owner
+func TestMainBindsAClaimToOneContainer(t *testing.T) {
+	d := newDriver(t, config.ModeGrouped, t.TempDir())
+	ctx := context.Background()
+	pod := &api.PodSandbox{Id: "p", Name: "vm", Namespace: "ns", Uid: "pu"}
+	prepareGrouped(t, d, "u1", "cpudevnuma000", "2")
+	if _, _, err := d.CreateContainer(ctx, pod, &api.Container{Id: "c1", Name: "compute",
+		Env: []string{"DRA_CPUSET_u1=2-3"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := d.CreateContainer(ctx, pod, &api.Container{Id: "c2", Name: "sidecar", Env: []string{"DRA_CPUSET_u1=2-3"}})
+	if err == nil || err.Error() != `claimUID "u1" already bound to pod "pu" container "compute"` {
+		t.Fatalf("want the refusal, got %v", err)
+	}
+	// a mismatching cpuset is refused after binding: the new binding is dropped again
+	prepareGrouped(t, d, "u2", "cpudevnuma001", "2")
+	if _, _, err := d.CreateContainer(ctx, pod, &api.Container{Id: "c3", Name: "other",
+		Env: []string{"DRA_CPUSET_u2=0-1"}}); err == nil || !strings.Contains(err.Error(), "mismatch") {
+		t.Fatalf("want a mismatch, got %v", err)
+	}
+	if _, bound := d.owners["u2"]; bound {
+		t.Fatal("a refused CreateContainer must not keep its binding")
+	}
+	if _, err := d.UnprepareResourceClaims(ctx, []kubeletplugin.NamespacedObject{
+		{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "c-u1"}, UID: "u1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, bound := d.owners["u1"]; bound {
+		t.Fatal("Unprepare must forget the claim's owner")
 	}
 }

@@ -170,6 +170,8 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		}
 		prev, had := d.claims[c.UID]
 		delete(d.claims, c.UID)
+		// upstream main's unprepareResourceClaim: claimTracker.Cleanup(claim.UID)
+		d.cleanupOwners(c.UID)
 		if err := saveCheckpoint(d.dataDir, d.claims); err != nil {
 			out[c.UID] = fmt.Errorf("save checkpoint: %w", err)
 			continue
