@@ -13,7 +13,7 @@ COLL_BUILD := $(SANITY_ROOT)/ansible_collections/kubevirtci/dra_cpu
 SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude tests/integration/ \
 	--exclude bench/ --exclude hack/
 
-.PHONY: build-first build-binaries build-1.35 build-1.37 build-helm-old build-real-node build-cri-o newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
+.PHONY: build-first build-binaries build-1.35 build-1.37 build-helm-old build-real-node build-cri-o build-upstream newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
         integration integration-real-nodes integration-others molecule docs-check bench lock clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
@@ -36,6 +36,7 @@ build-binaries:
 	@tests/cluster/build.sh all >/dev/null
 	@tests/cluster/build.sh real-node >/dev/null
 	@tests/cluster/build.sh cri-o >/dev/null
+	@tests/cluster/build.sh upstream >/dev/null
 	@tests/cluster/build.sh helm-old >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh kubernetes >/dev/null
 	@CLUSTER_K8S_VERSION=v1.37.2 tests/cluster/build.sh real-node >/dev/null
@@ -44,6 +45,9 @@ build-binaries:
 
 build-cri-o: deps          ## CRI-O v1.36.3 + pinns for real nodes with `runtime: cri-o` (part of build; cached; conmon is Debian's)
 	tests/cluster/build.sh cri-o
+
+build-upstream: deps        ## upstream's dra-driver-cpu v0.2.0 from the Go module proxy: driver, test image programs, 0.2.0 chart, compiled e2e suite (part of build; cached; ~7 min first time)
+	tests/cluster/build.sh upstream
 
 build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
 	tests/cluster/build.sh helm-old

@@ -40,8 +40,9 @@ CLUSTER_PY = os.path.join(REPO, "tests", "cluster", "cluster.py")
 DEFAULT_STATE = os.path.join(REPO, ".cluster")
 # the session cluster's nodes: one real node (real01), no simulated one
 SESSION_NODES = {"CLUSTER_NODES": "0", "CLUSTER_REAL_NODES": "1"}
-# the late builds whose tests are the real-node tests (--real-nodes): containerd's and CRI-O's nodes
-REAL_NODE_BUILDS = ("real-node", "cri-o")
+# the late builds whose tests are the real-node tests (--real-nodes): containerd's and CRI-O's nodes,
+# and upstream's e2e suite against them (test_upstream_e2e.py)
+REAL_NODE_BUILDS = ("real-node", "cri-o", "upstream")
 
 
 def pytest_addoption(parser):

@@ -1,7 +1,7 @@
 """tests/integration/conftest.py's --real-nodes option, which `make test` uses to split the
 integration suite over its two lanes (integration-real-nodes before molecule in the first,
 integration-others in the second): `only` and `skip` partition the suite, `only` holds exactly the
-tests marked late_build("real-node") or late_build("cri-o") (the CRI-O real nodes), and the
+tests marked late_build("real-node"), "cri-o" (the CRI-O real nodes) or "upstream" (upstream's e2e suite), and the
 deselected ones are counted, not dropped silently."""
 import os
 import re
@@ -33,7 +33,7 @@ def real_node_modules():
     for name in os.listdir(d):
         if name.startswith("test_") and name.endswith(".py"):
             text = read(os.path.join(d, name))
-            if re.search(r'late_build\("(?:real-node|cri-o)"\)|skip_marks\(\)', text):
+            if re.search(r'late_build\("(?:real-node|cri-o|upstream)"\)|skip_marks\(\)', text):
                 out.add(f"tests/integration/{name}")
     return out
 

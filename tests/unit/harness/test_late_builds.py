@@ -18,6 +18,7 @@ def test_the_recipe_is_the_makefiles_build_binaries_in_its_order():
     assert late_builds.recipe() == [
         ("all", {}), ("real-node", {}),   # real nodes: every molecule scenario
         ("cri-o", {}),   # the CRI-O real nodes (test_real_crio.py, test_kubevirtci_shape.py, molecule crio)
+        ("upstream", {}),   # upstream's v0.2.0 driver and e2e suite (test_upstream_e2e.py)
         ("helm-old", {}),
         ("kubernetes v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),   # molecule's, in the other lane
         ("real-node v1.37.2", {"CLUSTER_K8S_VERSION": "v1.37.2"}),    # its real node's kubelet, kube-proxy
@@ -58,6 +59,6 @@ def test_every_late_build_and_needs_build_mark_of_the_suite_names_a_recipe_line(
             marks |= set(re.findall(r'late_build\(f?"([^"]+)"\)', text))
             needs |= set(re.findall(r'needs_build\("([^"]+)"\)', text))
     marks = {m.replace("{K8S_135}", "v1.35.4") for m in marks}
-    assert marks == {"helm-old", "real-node", "cri-o", "real-node v1.35.4", "real-node v1.37.2"}
+    assert marks == {"helm-old", "real-node", "cri-o", "upstream", "real-node v1.35.4", "real-node v1.37.2"}
     assert needs == {"real-node"}       # reliability_lib.NEEDS_REAL_NODES: the 'driver' cluster
     assert marks | needs <= names
