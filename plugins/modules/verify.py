@@ -72,7 +72,9 @@ options:
     type: str
     default: dra-driver-cpu
   cpus:
-    description: Host CPUs of the claim (a VMI of that many cores and nothing else); 0 lets the VM's fields or the topology decide. Not with any O(vm_cores) etc.
+    description:
+      - Host CPUs of the claim (a VMI of that many cores and nothing else); 0 lets the VM's fields or the
+        topology decide. Not with any O(vm_cores) etc.
     type: int
     default: 0
   vm_cores:
@@ -115,7 +117,9 @@ options:
     elements: dict
     default: []
   require_metadata:
-    description: Fail unless the driver writes KEP-5304 device metadata that names the claim's device, one NUMA node and its CPUs (for consumers that read it, such as KubeVirt's GPU/host-device paths).
+    description:
+      - Fail unless the driver writes KEP-5304 device metadata that names the claim's device, one NUMA node
+        and its CPUs (for consumers that read it, such as KubeVirt's GPU/host-device paths).
     type: bool
     default: false
   allow_missing_metadata:
@@ -165,14 +169,18 @@ cpus:
   type: int
   sample: 5
 vmi:
-  description: The VMI verify stands for, C({name, cores, sockets, threads, vcpus, io_threads, isolate_emulator_thread, even_parity, emulator_thread_cpus, host_cpus, sized_by}).
+  description:
+    - The VMI verify stands for, C({name, cores, sockets, threads, vcpus, io_threads, isolate_emulator_thread,
+      even_parity, emulator_thread_cpus, host_cpus, sized_by}).
   returned: after the topology was read
   type: dict
 sizing:
   description: The report's line for the VMI and hostCPUs' breakdown.
   returned: after the topology was read
   type: str
-  sample: "VMI default/dra-cpu-verify (dedicatedCpuPlacement), as given (dra_cpu_verify_vm_cores): hostCPUs = 4 vCPUs (cores 4 x sockets 1 x threads 1) + 1 for the isolated emulator thread = 5"
+  sample: >-
+    VMI default/dra-cpu-verify (dedicatedCpuPlacement), as given (dra_cpu_verify_vm_cores): hostCPUs = 4 vCPUs
+    (cores 4 x sockets 1 x threads 1) + 1 for the isolated emulator thread = 5
 claim_name:
   description: The claim's name, C(<name>-cpu).
   returned: after the topology was read

@@ -143,8 +143,8 @@ def container_script(claim: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def verify_pod(name: str, namespace: str, container: dict[str, Any], tolerations: list[dict[str, Any]] | None = None,
-             **spec: Any) -> dict[str, Any]:
+def verify_pod(name: str, namespace: str, container: dict[str, Any],
+               tolerations: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
     """A pod of verify's: labelled as the collection's, never restarted, run as nobody without privileges,
     no tolerations unless asked for (a launcher pod has none for NoSchedule), ``spec`` laid over."""
     return {
@@ -177,4 +177,4 @@ def pod_manifest(name: str, namespace: str, claim: str, cpus: int, image: str,
                "resources": {"requests": dict(amount), "limits": dict(amount),
                              "claims": [{"name": POD_CLAIM, "request": REQUEST}]}}
     return verify_pod(name, namespace, compute, tolerations,
-                    resourceClaims=[{"name": POD_CLAIM, "resourceClaimName": claim}])
+                      resourceClaims=[{"name": POD_CLAIM, "resourceClaimName": claim}])

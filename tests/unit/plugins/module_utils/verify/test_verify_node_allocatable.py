@@ -56,8 +56,8 @@ def test_probe_outcome_and_problem():
     unschedulable = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}
     assert N.probe_outcome(unschedulable) == "unschedulable"
     assert N.probe_outcome({"spec": {"nodeName": "n"}}) == "scheduled"
-    assert N.probe_outcome({"status": {"conditions": [{"type": "PodScheduled", "status": "False",
-                                                        "reason": "SchedulerError"}]}}) is None
+    error = {"type": "PodScheduled", "status": "False", "reason": "SchedulerError"}
+    assert N.probe_outcome({"status": {"conditions": [error]}}) is None
     assert N.probe_problem("unschedulable", "n", 1000, 2) is None
     assert "was scheduled beside the claim" in N.probe_problem("scheduled", "n", 1000, 2)
     assert "neither scheduled nor refused" in N.probe_problem(None, "n", 1000, 2)

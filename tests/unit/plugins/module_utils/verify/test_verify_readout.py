@@ -48,8 +48,10 @@ def log(meta=None, allowed="6-11", online="0-11", env="DRA_CPUSET_%s=6-11" % UID
     return "\n".join(parts) + "\n"
 
 
-def judge(text, claim=CLAIM, cpus=6, mode="grouped", pinned=None, placement=NUMA1, **options):
-    return R.judge(text, claim, cpus, mode, pinned, dict(DEFAULTS, **options), "/m.json", placement)
+def judge(text, claim=None, cpus=6, mode="grouped", pinned=None, placement="numa1", **options):
+    """R.judge with the defaults: CLAIM, NUMA node 1 (``placement`` None: not known)."""
+    placement = NUMA1 if placement == "numa1" else placement
+    return R.judge(text, claim or CLAIM, cpus, mode, pinned, dict(DEFAULTS, **options), "/m.json", placement)
 
 
 MISSING = MARK + "missing"

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""verify's run (VEP 152 as merged: claim <vmi>-cpu, pod virt-launcher-<vmi>; KEP-5517's claim-only pod) against a fake API server that keeps the objects it is given: the order of the calls, the
-claim and pod it creates, the readout read from the pod's log, and the test objects removed whatever
-happens (a failed judgement, a claim never allocated, an API error after the creation)."""
+"""verify's run (VEP 152 as merged: claim <vmi>-cpu, pod virt-launcher-<vmi>; KEP-5517's claim-only pod)
+against a fake API server that keeps the objects it is given: the order of the calls, the claim and pod it
+creates, the readout read from the pod's log, and the test objects removed whatever happens (a failed
+judgement, a claim never allocated, an API error after the creation)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
