@@ -6,16 +6,20 @@
 #   (helm-old, not part of all: every tools/helm-v*/ pin, helms older than the cluster's that the
 #   tests use as the "too old helm on PATH"; one directory per line; `make build` builds it)
 #   (real-node, not part of all: what a real node (CLUSTER_REAL_NODES) runs: kubelet, containerd +
-#   shim + ctr, runc (Debian's, unpacked), CNI plugins, crane, the pause binary, kube-proxy and the
-#   project's driver (tests/cluster/driver), one directory per line; `make build-real-node` builds it)
+#   shim + ctr, runc (Debian's, unpacked), CNI plugins, crane, the pause binary, kube-proxy, the
+#   project's driver (tests/cluster/driver) and upstream's v0.2.0 binaries (below: the image of every
+#   0.2.0 install on a real node), one directory per line; `make build-real-node` builds it)
 #   (runc: only real-node's runc, unpacked from Debian's package)
 #   (cri-o, not part of all or real-node: crio v1.36.3 and its pinns, for real nodes whose spec says
 #   `runtime: cri-o`; one directory; `make build-cri-o` builds it, conmon comes from Debian)
 #   (driver: only the project's driver, whose `dracpu publish` the simulator runs for simulated nodes)
-#   (upstream, not part of all or real-node: upstream's own dra-driver-cpu v0.2.0 from the Go module
-#   proxy (tools/dra-driver-cpu-v0.2.0): its driver as its image lays it out (/dracpu and
-#   /dracpu-gatherinfo), its test image's programs (dracpuinfo, dracputester), its packaged 0.2.0
-#   chart (chart/) and its compiled e2e suite (e2e/e2e.test); one directory; `make build-upstream`)
+#   (upstream: upstream's own dra-driver-cpu v0.2.0 from the Go module proxy
+#   (tools/dra-driver-cpu-v0.2.0): its driver as its image lays it out (/dracpu and
+#   /dracpu-gatherinfo) and its test image's programs (dracpuinfo, dracputester), both in real-node
+#   too, its packaged 0.2.0 chart (chart/) and its compiled e2e suite (e2e/e2e.test); one directory;
+#   `make build-upstream`)
+#   (upstream-chart: only upstream's packaged 0.2.0 chart, which every cluster's registry serves as
+#   0.2.0; the control plane asks for it; one directory, the chart's)
 #
 # Knobs: CLUSTER_K8S_VERSION (v1.36.3), CLUSTER_ETCD_VERSION (from tools/etcd/go.mod),
 #        CLUSTER_RUNC_DEB_VERSION (1.1.5+ds1-1+deb12u1, Debian bookworm's runc; real-node),
@@ -237,43 +241,64 @@ build_crio() { # CRI-O for the real nodes that run it instead of containerd (nod
   echo "$out"
 }
 
-build_upstream() { # upstream's dra-driver-cpu v0.2.0 (the module zip is the repository at the tag)
-  local dir="$here/tools/dra-driver-cpu-v0.2.0" v out src
-  v=$(mod_version github.com/kubernetes-sigs/dra-driver-cpu "$dir/go.mod")
-  out="$cache/dra-driver-cpu/$v"
+upstream_version() { mod_version github.com/kubernetes-sigs/dra-driver-cpu "$here/tools/dra-driver-cpu-v0.2.0/go.mod"; }
+
+build_upstream_binaries() { # upstream's v0.2.0 driver and its test image's programs (part of real-node)
+  local dir="$here/tools/dra-driver-cpu-v0.2.0" v out
+  v=$(upstream_version); out="$cache/dra-driver-cpu/$v"
   go_build "dra-driver-cpu $v" "$dir" "$out" "" github.com/kubernetes-sigs/dra-driver-cpu/cmd/dracpu \
     github.com/kubernetes-sigs/dra-driver-cpu/test/image/dracpuinfo \
     github.com/kubernetes-sigs/dra-driver-cpu/test/image/dracputester
   # upstream's Dockerfile copies the binary a second time as /dracpu-gatherinfo (it dispatches on its name)
   [ -x "$out/dracpu-gatherinfo" ] || { cp "$out/dracpu" "$out/.gatherinfo.tmp" && mv -f "$out/.gatherinfo.tmp" "$out/dracpu-gatherinfo"; }
-  if [ ! -f "$out/e2e/.complete" ] || [ ! -f "$out/chart/.complete" ]; then
-    exec 6>"$out.e2e.lock"
+  echo "$out"
+}
+
+build_upstream_chart() { # upstream's 0.2.0 chart as its release packages it (every cluster's registry holds it)
+  local dir="$here/tools/dra-driver-cpu-v0.2.0" v out src helm_dir
+  v=$(upstream_version); out="$cache/dra-driver-cpu/$v"
+  if [ ! -f "$out/chart/.complete" ]; then
+    mkdir -p "$out"
+    exec 6>"$out.chart.lock"
     flock 6
-    src=$(cd "$dir" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/kubernetes-sigs/dra-driver-cpu)
     if [ ! -f "$out/chart/.complete" ]; then
-      # the chart as upstream's release packages it (helm package of deployment/helm/dra-driver-cpu)
-      local helm_dir; helm_dir=$(build_helm)
+      src=$(cd "$dir" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/kubernetes-sigs/dra-driver-cpu)
+      helm_dir=$(build_helm)
       rm -rf "$out/chart" && mkdir -p "$out/chart"
       "$helm_dir/helm" package "$src/deployment/helm/dra-driver-cpu" -d "$out/chart" >&2
       ls "$out/chart" > "$out/chart/.complete"
     fi
+    exec 6>&-
+  fi
+  echo "$out/chart"
+}
+
+build_upstream() { # upstream's dra-driver-cpu v0.2.0 (the module zip is the repository at the tag)
+  local dir="$here/tools/dra-driver-cpu-v0.2.0" out src
+  out=$(build_upstream_binaries)
+  build_upstream_chart >/dev/null
+  if [ ! -f "$out/e2e/.complete" ]; then
+    exec 6>"$out.e2e.lock"
+    flock 6
     if [ ! -f "$out/e2e/.complete" ]; then
       # the e2e suite: go test -c from a writable copy of the module (its own go.mod and go.sum)
-      log "compiling upstream's e2e suite $v into $out/e2e"
+      src=$(cd "$dir" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/kubernetes-sigs/dra-driver-cpu)
+      log "compiling upstream's e2e suite $(upstream_version) into $out/e2e"
       rm -rf "$out/.src" "$out/e2e" && mkdir -p "$out/e2e" && cp -r "$src/." "$out/.src/" && chmod -R u+w "$out/.src"
       ( cd "$out/.src" && GOFLAGS=-mod=mod CGO_ENABLED=0 /usr/bin/time -f "%e s wall, %M KiB peak RSS" \
           -o "$out/e2e/.build-stats" go test -c -trimpath -o "$out/e2e/e2e.test" ./test/e2e >&2 )
       rm -rf "$out/.src"
       log "e2e suite compiled: $(cat "$out/e2e/.build-stats")"
-      echo "$v" > "$out/e2e/.complete"
+      echo "$(upstream_version)" > "$out/e2e/.complete"
     fi
     exec 6>&-
   fi
   echo "$out"
 }
 
-build_real_node() { # one line per directory: kubelet containerd runc cni crane pause kube-proxy driver
+build_real_node() { # one line per directory: kubelet containerd runc cni crane pause kube-proxy driver upstream
   build_kubelet; build_containerd; build_runc; build_cni; build_crane; build_pause; build_kube_proxy; build_driver
+  build_upstream_binaries
 }
 
 case "$what" in
@@ -286,6 +311,7 @@ case "$what" in
   cri-o) build_crio ;;
   driver) build_driver ;;
   upstream) build_upstream ;;
+  upstream-chart) build_upstream_chart ;;
   all) build_etcd; build_helm; build_kubernetes ;;
-  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes|real-node|runc|cri-o|driver|upstream]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|helm|helm-old|kubernetes|real-node|runc|cri-o|driver|upstream|upstream-chart]" >&2; exit 2 ;;
 esac

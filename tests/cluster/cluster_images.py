@@ -1,28 +1,31 @@
-"""Images the real nodes pull, built from the project's own sources and pushed to the local registry.
+"""Images the real nodes pull, pushed to the local registry: upstream's own where it can be had, else
+built from the project's own sources.
 
 Owns: the pause image (registry.k8s.io/pause:<tag> through the mirror), the busybox image verify's test
 pod runs by default (BUSYBOX_IMAGE, Kubernetes' own e2e busybox name: k8s.io/kubernetes
 test/utils/image/manifest.go, BusyBox = registry.k8s.io/e2e-test-images/busybox:1.37.0-1; built here from
-Debian's busybox-static, /bin/busybox and a symlink per applet) and the driver images, the
-project's simulated dra-driver-cpu (tests/cluster/driver, a real kubelet plugin), under every name
-the fixture charts use by default (read from their values.yaml and Chart.yaml), so unmodified charts
+Debian's busybox-static, /bin/busybox and a symlink per applet) and the driver images, under every name
+the registry's charts use by default (read from their values.yaml and Chart.yaml), so unmodified charts
 pull them through containerd's mirror:
   registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0 (and :v0.2.0)            -> chart 0.3.0's default
   us-central1-docker.pkg.dev/k8s-staging-images/dra-driver-cpu/dra-driver-cpu:v0.2.0 -> chart 0.2.0's default
 A mirror request keeps the repository path and drops the registry host (`?ns=<host>`), so each is
-pushed as <registry>/<path>:<tag>. Each image is one layer with one file, /dracpu, no entrypoint
-(the charts' args start with /dracpu), and two environment variables: DRACPU_FLAVOR (v0.2 or main:
-which release's flags and config the driver accepts) and HOST_ROOT (where the driver reads the
-node's fake sysfs, inside the kubelet plugins directory every chart mounts; cluster_node_hw.py).
+pushed as <registry>/<path>:<tag>. A v0.2.0 name is upstream's own v0.2.0 binary as its Dockerfile lays
+it out (/dracpu, /dracpu-gatherinfo, CMD /dracpu); any other is the project's driver
+(tests/cluster/driver, a real kubelet plugin standing in for upstream main): one layer with one file,
+/dracpu, no entrypoint (the charts' args start with /dracpu), and two environment variables:
+DRACPU_FLAVOR (main: which release's flags and config the driver accepts) and HOST_ROOT (where the
+driver reads the node's fake sysfs, inside the kubelet plugins directory every chart mounts;
+cluster_node_hw.py). Upstream's image sets no HOST_ROOT; the node's runc wrapper shows its container
+the node's sysfs instead (cluster_node_hw.runc_cpu_args).
 Must not: build binaries (build.sh) or touch the nodes.
 """
 import os
 import sys
 import tarfile
 
-import yaml
-
-from cluster_state import CHARTS_DIR, p, run
+from chart_sources import chart_file, chart_sources
+from cluster_state import p, run
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sim"))
 from sim_driver_pod import image_flavor  # noqa: E402  (the flavour an image tag carries)
@@ -35,23 +38,21 @@ HOST_ROOT = "/var/lib/kubelet/plugins/dracpu-host"
 # busybox-static (hack/setup.sh installs it)
 BUSYBOX_IMAGE = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 BUSYBOX_BINARY = "/bin/busybox"
-# besides each fixture chart's default (driver_images): the 0.2.0 release under its final name, for
-# a 0.3.0 chart pointed at tag v0.2.0 (repository path behind the mirror, tag)
+# besides each chart's default (driver_images): the 0.2.0 release under its final name, for a 0.3.0
+# chart pointed at tag v0.2.0 (repository path behind the mirror, tag)
 EXTRA_DRIVER_IMAGES = [("dra-driver-cpu/dra-driver-cpu", "v0.2.0")]
 
 
-def driver_images(charts_dir=CHARTS_DIR):
-    """(repository path behind the mirror, tag, flavour) of each fixture chart's default image, read
-    from its values.yaml (image.repository, image.tag, else Chart.yaml's appVersion), then
-    EXTRA_DRIVER_IMAGES: the charts say which names the nodes pull, not a list kept by hand. The
-    flavour (which release's flags and config.yaml the driver accepts) is the simulator's rule by
-    image tag, sim_driver_pod.image_flavor."""
+def driver_images(sources=None):
+    """(repository path behind the mirror, tag, flavour) of each chart's default image, read from its
+    values.yaml (image.repository, image.tag, else Chart.yaml's appVersion), then EXTRA_DRIVER_IMAGES:
+    the charts say which names the nodes pull, not a list kept by hand. The flavour (which release's
+    flags and config.yaml the driver accepts) is the simulator's rule by image tag,
+    sim_driver_pod.image_flavor."""
     images = []
-    for version in sorted(os.listdir(charts_dir)):
-        with open(os.path.join(charts_dir, version, "Chart.yaml")) as f:
-            chart = yaml.safe_load(f)
-        with open(os.path.join(charts_dir, version, "values.yaml")) as f:
-            image = (yaml.safe_load(f) or {}).get("image") or {}
+    for source in (sources if sources is not None else chart_sources()).values():
+        chart = chart_file(source, "Chart.yaml")
+        image = chart_file(source, "values.yaml").get("image") or {}
         repository = str(image["repository"])
         host, _, path = repository.partition("/")
         if "." not in host and ":" not in host and host != "localhost":
@@ -126,13 +127,22 @@ def push_busybox(dirs, registry, binary=BUSYBOX_BINARY):
 
 
 def push_driver(dirs, registry):
-    """The driver image under each driver_images() name; returns the references pushed."""
-    layer = _one_file_layer(os.path.join(dirs["driver"], "dracpu"), "dracpu", p("real-nodes", "driver-layer.tar"))
+    """The driver image under each driver_images() name; returns the references pushed. A v0.2
+    name is upstream's own v0.2.0 (build.sh real-node's `upstream` directory), laid out as its
+    Dockerfile lays it out (/dracpu and /dracpu-gatherinfo, CMD /dracpu, no HOST_ROOT: the node's
+    runc wrapper shows it the node's sysfs, cluster_node_hw.runc_cpu_args); every other name is the
+    project's driver (main: upstream main's releases cannot be had here), HOST_ROOT set."""
     crane = os.path.join(dirs["crane"], "crane")
+    project = _one_file_layer(os.path.join(dirs["driver"], "dracpu"), "dracpu", p("real-nodes", "driver-layer.tar"))
+    upstream = files_layer([(os.path.join(dirs["upstream"], n), n) for n in ("dracpu", "dracpu-gatherinfo")],
+                           p("real-nodes", "upstream-driver-layer.tar"))
     refs = []
     for path, tag, flavor in driver_images():
         ref = f"{registry}/{path}:{tag}"
-        _push(crane, layer, ref, f"--env=DRACPU_FLAVOR={flavor}", f"--env=HOST_ROOT={HOST_ROOT}")
+        if flavor == "v0.2":
+            _push(crane, upstream, ref, "--cmd=/dracpu")
+        else:
+            _push(crane, project, ref, f"--env=DRACPU_FLAVOR={flavor}", f"--env=HOST_ROOT={HOST_ROOT}")
         refs.append(ref)
     return refs
 

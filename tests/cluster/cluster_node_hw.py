@@ -187,10 +187,16 @@ def lay_out(node_dir, spec, sys_dir=SYS):
     return topo, lines + f"mount --bind {info} /proc/cpuinfo\n"
 
 
-def runc_cpu_args(spec, real_cpus):
-    """The runc wrapper's CPU option (driver/cmd/runc-cpumap): map the simulated ids onto the
-    machine's CPUs `real_cpus`, or, on machine hardware, none (`--map-cpus false`)."""
-    return "--map-cpus false" if spec.get("hardware") == "machine" else f"--real-cpus {real_cpus}"
+def runc_cpu_args(spec, real_cpus, node_dir):
+    """The runc wrapper's CPU options (driver/cmd/runc-cpumap): map the simulated ids onto the
+    machine's CPUs `real_cpus` and show the driver's container the node's fake sysfs tree over its own
+    /sys/devices/system/{cpu,node} (`--driver-sysfs`: a container's sysfs mount shows the machine's
+    CPUs, and upstream v0.2.0 reads its online CPUs from /sys, not $HOST_ROOT); on machine hardware
+    neither (`--map-cpus false`)."""
+    if spec.get("hardware") == "machine":
+        return "--map-cpus false"
+    root = os.path.join(node_dir, "mnt/var/lib/kubelet", os.path.relpath(HOST_ROOT, "/var/lib/kubelet"), "sys")
+    return f"--real-cpus {real_cpus} --driver-sysfs {root}"
 
 
 def kubelet_flags(spec):

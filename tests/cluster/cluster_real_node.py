@@ -95,7 +95,7 @@ def binaries(k8s_version, crio=False):
     r = subprocess.run([BUILD_SH, "real-node"], stdout=subprocess.PIPE, env=env, text=True)
     if r.returncode != 0:
         die(f"build.sh real-node failed (exit {r.returncode})")
-    keys = ["kubelet", "containerd", "runc", "cni", "crane", "pause", "kube-proxy", "driver"]
+    keys = ["kubelet", "containerd", "runc", "cni", "crane", "pause", "kube-proxy", "driver", "upstream"]
     dirs = dict(zip(keys, r.stdout.split()))
     if crio:
         r = subprocess.run([BUILD_SH, "cri-o"], stdout=subprocess.PIPE, env=env, text=True)
@@ -154,7 +154,7 @@ def _feature_gates(gates):
     return out
 
 
-def node_config(name, index, dirs, info, token, spec):
+def node_config(name, index, dirs, info, token, spec, shared_netns=False):
     nd = p("real-nodes", name)
     crio = spec["runtime"] == "cri-o"
     for sub in ["containerd", "runc", "cni/net.d", "certs.d/registry.k8s.io", "certs.d/_default", "cni-state"] + \
@@ -172,10 +172,14 @@ def node_config(name, index, dirs, info, token, spec):
     # driver pins containers to (NRI) onto the machine's CPUs, logging each mapping (real-nodes.md);
     # under CRI-O it also keeps oomScoreAdj at or above its own (containerd's restrict_oom_score_adj)
     # and drops the hugepageLimits CRI-O sets (no hugetlb cgroup here; containerd sets none); a node
-    # on the machine's own CPU hardware (`hardware: machine`) maps no id (runc_cpu_args)
+    # on the machine's own CPU hardware (`hardware: machine`) maps no id (runc_cpu_args); where the
+    # cluster's real nodes share one network namespace (several of them) the driver's container
+    # binds its health port on the node's own address, as on a machine of its own (runc-cpumap's
+    # driver.go: upstream's v0.2.0 binds ":8080", and a second node's driver could not)
+    bind = f"--driver-bind-host {node_ip(info, index)} " if shared_netns else ""
     write_file(os.path.join(nd, "runc-cpumap"), f"""#!/bin/sh
-exec {dirs['driver']}/runc-cpumap --runc {dirs['runc']}/runc {runc_cpu_args(spec, real_cpus())} --log {nd}/cpumap.log \
-  {"--restrict-oom-score-adj true --drop-hugepage-limits true " if crio else ""}-- "$@"
+exec {dirs['driver']}/runc-cpumap --runc {dirs['runc']}/runc {runc_cpu_args(spec, real_cpus(), nd)} --log {nd}/cpumap.log \
+  {"--restrict-oom-score-adj true --drop-hugepage-limits true " if crio else ""}{bind}-- "$@"
 """, 0o755)
     if crio:
         write_file(os.path.join(nd, "crio.conf"), crio_conf(nd, dirs, STATE))
@@ -336,7 +340,7 @@ def start_real_nodes(info, settings, tokens):
     run(["ip", "-n", netns_name(), "route", "replace", SERVICE_CIDR, "via", info["host_ip"]])
     comps = []
     for i, name in enumerate(names):
-        node = node_config(name, i, dirs, info, tokens[name], specs[name])
+        node = node_config(name, i, dirs, info, tokens[name], specs[name], shared_netns=len(names) > 1)
         run(["ip", "-n", netns_name(), "addr", "replace", f"{node['ip']}/32", "dev", VETH_NS])
         comp = f"real-{name}"
         spawn(comp, in_netns(["unshare", "-m", "-u", "--propagation", "private", "bash",

@@ -1,9 +1,9 @@
-"""The OCI registry, the fixture charts pushed into it, and the helm tarball mirror.
+"""The OCI registry, the charts pushed into it, and the helm tarball mirror.
 
 Owns: the docker-registry config (storage in <cache>/registry), helm's private config/cache dirs
-under <state>/helm, `helm package` + `helm push` of every fixture chart version (skipped when the
-registry already holds the same sources and digest, recorded in <cache>/registry-pushed), and the
-official-layout helm tarball + .sha256sum in <cache>/helm-mirror.
+under <state>/helm, `helm push` of every chart version chart_sources.py names (upstream's own 0.2.0 as
+its release packages it, a fixture through `helm package`; skipped when the registry already holds the same sources and digest, recorded in
+<cache>/registry-pushed), and the official-layout helm tarball + .sha256sum in <cache>/helm-mirror.
 Must not: start the registry or the mirror process (cluster_control_plane.py does, through
 cluster_processes.py), nor change the fixture charts.
 """
@@ -15,8 +15,8 @@ import urllib.error
 
 import yaml
 
-from cluster_state import CACHE, CHART_NAME, CHART_REPO, CHARTS_DIR, http_get, p, read_json, run, write_file
-
+from chart_sources import chart_sources
+from cluster_state import CACHE, CHART_NAME, CHART_REPO, http_get, p, read_json, run, write_file
 
 def registry_config(port, addr="127.0.0.1"):
     storage = os.path.join(CACHE, "registry")
@@ -60,36 +60,38 @@ def manifest_digest(registry, version):
 
 
 def push_charts(helm, registry):
-    """helm package + helm push every fixture chart version (skipped when the registry has it)."""
+    """helm push every chart version of chart_sources() (skipped when the registry has it)."""
     pushed, skipped, problems = [], [], []
-    if not os.path.isdir(CHARTS_DIR):
-        return pushed, skipped, [f"{CHARTS_DIR} does not exist"]
+    try:
+        sources = chart_sources()
+    except RuntimeError as e:
+        return pushed, skipped, [str(e)]
     record_dir = os.path.join(CACHE, "registry-pushed")
     os.makedirs(record_dir, exist_ok=True)
     out = p("charts")
     os.makedirs(out, exist_ok=True)
-    for version in sorted(os.listdir(CHARTS_DIR)):
-        src = os.path.join(CHARTS_DIR, version)
-        if not os.path.isfile(os.path.join(src, "Chart.yaml")):
+    for version, src in sources.items():
+        if os.path.isdir(src) and not os.path.isfile(os.path.join(src, "Chart.yaml")):
             problems.append(f"{version}: no Chart.yaml yet, not pushed")
             continue
-        h = tree_hash(src)
+        h = tree_hash(src) if os.path.isdir(src) else file_hash(src)
         record = os.path.join(record_dir, f"{version}.json")
         rec = read_json(record, {})
         have = manifest_digest(registry, version)
         if have and rec.get("tree") == h and rec.get("digest") == have:
             skipped.append(version)
             continue
-        r = run([helm, "package", src, "-d", out], check=False, env=helm_env())
-        if r.returncode != 0:
-            problems.append(f"{version}: helm package failed: {r.stderr.strip()}")
-            continue
-        tgz = os.path.join(out, f"{CHART_NAME}-{version}.tgz")
-        if not os.path.exists(tgz):
-            problems.append(f"{version}: helm package did not write {tgz} (Chart.yaml name/version?)")
-            continue
-        with open(tgz, "rb") as f:
-            digest = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        tgz = src
+        if os.path.isdir(src):
+            r = run([helm, "package", src, "-d", out], check=False, env=helm_env())
+            if r.returncode != 0:
+                problems.append(f"{version}: helm package failed: {r.stderr.strip()}")
+                continue
+            tgz = os.path.join(out, f"{CHART_NAME}-{version}.tgz")
+            if not os.path.exists(tgz):
+                problems.append(f"{version}: helm package did not write {tgz} (Chart.yaml name/version?)")
+                continue
+        digest = "sha256:" + file_hash(tgz)
         if have == digest:
             skipped.append(version)
         else:
@@ -101,6 +103,11 @@ def push_charts(helm, registry):
             digest = manifest_digest(registry, version) or digest
         write_file(record, json.dumps({"tree": h, "digest": digest}))
     return pushed, skipped, problems
+
+
+def file_hash(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def helm_tarball(helm_dir, helm_v):

@@ -25,7 +25,6 @@ CACHE = os.path.abspath(os.environ.get("CLUSTER_CACHE_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kubevirtci-dra-cpu"))
 BUILD_SH = os.path.join(HERE, "build.sh")
 SIM_MAIN = os.path.join(HERE, "sim", "main.py")
-CHARTS_DIR = os.path.join(REPO, "tests", "fixtures", "charts", "dra-driver-cpu")
 MARKER = ".dracpu-cluster"          # a state dir we own (and may wipe)
 ID_ENV = "DRACPU_CLUSTER_ID"        # set in every child's environment: down finds stragglers by it
 CHART_REPO = "dra-driver-cpu/charts"

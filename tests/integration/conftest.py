@@ -36,6 +36,9 @@ import pytest
 import late_builds
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the harness's modules (chart_sources: which chart each version is) for the tests that read them
+if os.path.join(REPO, "tests", "cluster") not in sys.path:
+    sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
 CLUSTER_PY = os.path.join(REPO, "tests", "cluster", "cluster.py")
 DEFAULT_STATE = os.path.join(REPO, ".cluster")
 # the session cluster's nodes: one real node (real01), no simulated one

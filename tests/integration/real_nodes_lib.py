@@ -71,6 +71,21 @@ def driver_pods(c):
                                     label_selector="app.kubernetes.io/name=dra-driver-cpu").items
 
 
+# upstream's own binary says so first (cmd/dracpu/app.go printVersion: buildinfo's Go version, at
+# start); the project's driver never logs it. A 0.2.0 install runs upstream's v0.2.0 on a real node
+# (tests/cluster/cluster_images.py push_driver).
+UPSTREAM_VERSION_LINE = '"dracpu" goVersion="go'
+
+
+def runs_upstreams_binary(c):
+    """Whether the Ready driver pod on the real node runs upstream's own binary (its log's first lines)."""
+    core, _ = apis(c)
+    pod = ready_driver_pod(c)
+    assert pod is not None, "no Ready driver pod on " + NODE
+    head = core.read_namespaced_pod_log(pod.metadata.name, DRIVER_NS, limit_bytes=4096)
+    return UPSTREAM_VERSION_LINE in head
+
+
 def is_ready(obj):
     return any(x.type == "Ready" and x.status == "True" for x in obj.status.conditions or [])
 

@@ -8,19 +8,18 @@ version-number rule would map both wrongly; reading the chart maps both right, a
 Each test starts from an empty cluster (cluster_reset.remove_driver; the uninstall has tests of its own).
 """
 import os
-import shutil
 import subprocess
 
 import pytest
 import yaml
 
 from ansible_run import run_playbook
+from chart_sources import copy_chart
 from cluster_reset import remove_driver
 
 pytestmark = pytest.mark.timeout(1200)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHARTS = os.path.join(REPO, "tests", "fixtures", "charts", "dra-driver-cpu")
 TEST_REPO = "values-mapping-test/charts"
 NS = "dra-driver-cpu"
 
@@ -34,7 +33,7 @@ def charts(cluster, tmp_path_factory):
                HELM_DATA_HOME=str(tmp / "data"))
     for source, version in (("0.2.0", "0.3.5"), ("0.3.0", "0.2.5")):
         src = tmp / f"src-{version}" / "dra-driver-cpu"
-        shutil.copytree(os.path.join(CHARTS, source), str(src))
+        copy_chart(source, str(src))
         meta = yaml.safe_load((src / "Chart.yaml").read_text())
         meta["version"] = version
         (src / "Chart.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))

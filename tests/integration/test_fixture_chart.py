@@ -1,4 +1,6 @@
-"""The fixture chart (tests/fixtures/charts/dra-driver-cpu/{0.2.0,0.3.0}) rendered by the real helm.
+"""The charts the test registry serves rendered by the real helm: upstream's own 0.2.0 (chart_sources.py,
+the Go module proxy's v0.2.0) and the 0.3.0 fixture (tests/fixtures/charts/dra-driver-cpu/0.3.0). On
+0.2.0 the assertions are what the role and the fixture take from upstream's chart, checked on it.
 
 No cluster needed: `helm lint` and `helm template` only. The helm binary is the one the test
 cluster uses: $CLUSTER_HELM_BINARY, else the build cache of tests/cluster/build.sh, else `helm`
@@ -16,8 +18,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from chart_sources import chart_dir
+
 REPO = Path(__file__).resolve().parents[2]
 CHARTS = REPO / "tests" / "fixtures" / "charts" / "dra-driver-cpu"
+
+
+def src(version):
+    """Chart <version>'s sources: upstream's own 0.2.0, else the fixture."""
+    return Path(chart_dir(version))
+
 VERSIONS = ("0.2.0", "0.3.0")
 HELM_VERSION = "v3.22.0"
 KUBE_VERSION = "1.36.3"
@@ -61,7 +71,7 @@ def _run(helm, args, tmp_path, values=None):
 
 def template(helm, tmp_path, version, values=None, release=RELEASE, ok=True):
     """`helm template`; returns {(kind, name): object} or, with ok=False, the failed result."""
-    res = _run(helm, ["template", release, str(CHARTS / version), "--namespace", NAMESPACE,
+    res = _run(helm, ["template", release, str(src(version)), "--namespace", NAMESPACE,
                       "--kube-version", KUBE_VERSION], tmp_path, values)
     if not ok:
         assert res.returncode != 0, f"helm template unexpectedly succeeded:\n{res.stdout}"
@@ -98,14 +108,14 @@ def config_yaml(objs, name=RELEASE):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_lint(helm, tmp_path, version):
-    res = _run(helm, ["lint", "--strict", "--kube-version", KUBE_VERSION, str(CHARTS / version)],
+    res = _run(helm, ["lint", "--strict", "--kube-version", KUBE_VERSION, str(src(version))],
                tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_chart_metadata(helm, tmp_path, version):
-    res = _run(helm, ["show", "chart", str(CHARTS / version)], tmp_path)
+    res = _run(helm, ["show", "chart", str(src(version))], tmp_path)
     assert res.returncode == 0, res.stderr
     meta = yaml.safe_load(res.stdout)
     assert meta["apiVersion"] == "v2"
@@ -117,7 +127,7 @@ def test_chart_metadata(helm, tmp_path, version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kube_version_constraint(helm, tmp_path, version):
-    res = _run(helm, ["template", RELEASE, str(CHARTS / version), "--kube-version", "1.33.5"],
+    res = _run(helm, ["template", RELEASE, str(src(version)), "--kube-version", "1.33.5"],
                tmp_path)
     assert res.returncode != 0
     assert "kubeVersion" in res.stderr or "incompatible" in res.stderr
@@ -449,7 +459,8 @@ def test_selector_stable_across_versions(helm, tmp_path):
 
 def test_charts_are_not_upstream_copies():
     # a guard for the rule "write it from the facts": no upstream licence header or
-    # generator annotations in the fixture
+    # generator annotations in the fixtures (upstream's own 0.2.0 is not among them)
+    assert sorted(p.name for p in CHARTS.iterdir()) == ["0.3.0"]
     for path in CHARTS.rglob("*"):
         if path.is_file():
             text = path.read_text()
@@ -459,7 +470,7 @@ def test_charts_are_not_upstream_copies():
 
 def test_schema_files_are_json(tmp_path):
     for v in VERSIONS:
-        schema = json.loads((CHARTS / v / "values.schema.json").read_text())
+        schema = json.loads((src(v) / "values.schema.json").read_text())
         assert schema["properties"]["args"]["additionalProperties"] is False
         assert "additionalProperties" not in schema  # top level open, as upstream
 
@@ -467,6 +478,6 @@ def test_schema_files_are_json(tmp_path):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_package(helm, tmp_path, version):
     # what the test cluster pushes to its OCI registry
-    res = _run(helm, ["package", str(CHARTS / version), "--destination", str(tmp_path)], tmp_path)
+    res = _run(helm, ["package", str(src(version)), "--destination", str(tmp_path)], tmp_path)
     assert res.returncode == 0, res.stderr
     assert (tmp_path / f"dra-driver-cpu-{version}.tgz").is_file()

@@ -19,11 +19,11 @@ import pytest
 import yaml
 
 from ansible_run import BIN, run_playbook
+from chart_sources import chart_dir
 
 pytestmark = [pytest.mark.timeout(1200), pytest.mark.late_build("helm-old")]
 
 REPO = Path(__file__).resolve().parents[2]
-CHARTS = REPO / "tests" / "fixtures" / "charts" / "dra-driver-cpu"
 TOOLS = REPO / "tests" / "cluster" / "tools"
 CACHE = Path(os.environ.get("CLUSTER_CACHE_DIR") or Path(
     os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubevirtci-dra-cpu")
@@ -58,7 +58,7 @@ def template(helm, tmp_path, version, values):
     vfile.write_text(yaml.safe_dump(values))
     env = dict(os.environ, HELM_CACHE_HOME=str(tmp_path / "c"), HELM_CONFIG_HOME=str(tmp_path / "f"),
                HELM_DATA_HOME=str(tmp_path / "d"))
-    return subprocess.run([helm, "template", "r", str(CHARTS / version), "-f", str(vfile),
+    return subprocess.run([helm, "template", "r", chart_dir(version), "-f", str(vfile),
                            "--kube-version", "1.36.3"], capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -112,7 +112,7 @@ def registry_has_this_fixture(cluster, new_helm, tmp_path):
                                                    HELM_CACHE_HOME=str(tmp_path / "hc")))
         assert res.returncode == 0, res.stderr
         pulled = (out / "dra-driver-cpu" / "values.schema.json").read_text()
-        assert pulled == (CHARTS / version / "values.schema.json").read_text(), (
+        assert pulled == Path(chart_dir(version), "values.schema.json").read_text(), (
             f"the registry's chart {version} is not this checkout's fixture: another checkout with "
             "different fixture files pushed it; restart the cluster from this checkout")
 

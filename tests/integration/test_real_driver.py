@@ -23,7 +23,7 @@ import os
 import pytest
 
 from ansible_run import run_playbook
-from real_nodes_lib import NODE, TAINT_KEY, apis, assert_pinned_through_nri, cdi_specs_naming, node_dir, remove_claim_pod, start_claim_pod, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
+from real_nodes_lib import NODE, TAINT_KEY, apis, runs_upstreams_binary, assert_pinned_through_nri, cdi_specs_naming, node_dir, remove_claim_pod, start_claim_pod, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
 
 pytestmark = skip_marks() + [
     pytest.mark.timeout(900),
@@ -96,6 +96,7 @@ def test_the_driver_registers_with_the_kubelet_and_publishes_upstreams_slices(mi
     # it in a fresh-clone run of 328aef3), and is only required to be there.
     log = core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace)
     assert '"driver started"' in log, log[-2000:]
+    assert not runs_upstreams_binary(mixed)   # 0.3.0: the project's driver, standing in for upstream main
     assert klog_time(kubelet_log, '"OperationExecutor.RegisterPlugin started"', "dra.cpu-reg.sock", last=True) \
         <= klog_time(log, '"begin: publishing resources"'), log[-2000:]
 
@@ -220,6 +221,8 @@ def test_the_v02_driver_writes_no_metadata_and_verify_passes_as_kubevirt_would(m
     try:
         r = run_playbook(mixed, "install", extra_vars=v02)
         assert r.rc == 0, r
+        # upstream's own v0.2.0 chart and binary (issue 39), not a stand-in
+        assert runs_upstreams_binary(mixed)
         with taint_simulated(mixed):
             ok = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
             assert ok.rc == 0, ok

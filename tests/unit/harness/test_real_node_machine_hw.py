@@ -87,6 +87,13 @@ def test_lay_out_on_simulated_hardware_still_fakes_the_tree_and_cpuinfo(tmp_path
     assert f"mount --bind {HOST_ROOT}/sys/devices/system/cpu /sys/devices/system/cpu" in lines
 
 
-def test_the_runc_wrapper_maps_ids_only_on_simulated_hardware():
-    assert cluster_node_hw.runc_cpu_args(spec({}), "0,1") == "--real-cpus 0,1"
-    assert cluster_node_hw.runc_cpu_args(spec({"real01": {"hardware": "machine"}}), "0,1") == "--map-cpus false"
+def test_the_runc_wrapper_maps_ids_and_shows_the_driver_the_tree_only_on_simulated_hardware(tmp_path):
+    # the tree lay_out writes is the one the driver's container gets over its /sys/devices/system
+    cluster_node_hw.lay_out(str(tmp_path), spec({}))
+    args = cluster_node_hw.runc_cpu_args(spec({}), "0,1", str(tmp_path))
+    tree = args.split("--driver-sysfs ")[1]
+    assert args == f"--real-cpus 0,1 --driver-sysfs {tree}"
+    assert sorted(os.listdir(os.path.join(tree, "devices/system"))) == ["cpu", "node"]
+    assert open(os.path.join(tree, "devices/system/cpu/online")).read().strip() == "0-11"
+    machine = spec({"real01": {"hardware": "machine"}})
+    assert cluster_node_hw.runc_cpu_args(machine, "0,1", str(tmp_path)) == "--map-cpus false"

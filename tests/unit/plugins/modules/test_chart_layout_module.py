@@ -6,7 +6,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import shutil
 import tarfile
 
 from unittest import mock
@@ -18,14 +17,13 @@ from ansible.module_utils import basic
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import chart_layout
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import run_module
+from ansible_collections.kubevirtci.dra_cpu.tests.cluster.chart_sources import chart_dir, copy_chart
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-CHARTS = os.path.join(REPO, "tests", "fixtures", "charts", "dra-driver-cpu")
 
 
 def test_fixture_020_directory_maps_onto_args(tmp_path):
     # as helm pull --untar leaves it: <dir>/dra-driver-cpu/Chart.yaml
-    shutil.copytree(os.path.join(CHARTS, "0.2.0"), str(tmp_path / "dra-driver-cpu"))
+    copy_chart("0.2.0", str(tmp_path / "dra-driver-cpu"))
     result, failed = run_module(chart_layout, {"path": str(tmp_path), "chart": "oci://r/dra-driver-cpu",
                                                "chart_version": "0.2.0", "reserved_cpus": "0-1",
                                                "chart_values": {"nodeSelector": {"a": "b"}}})
@@ -39,7 +37,7 @@ def test_fixture_020_directory_maps_onto_args(tmp_path):
 def test_fixture_030_tgz_maps_onto_driver_config(tmp_path):
     tgz = str(tmp_path / "dra-driver-cpu-0.3.0.tgz")
     with tarfile.open(tgz, "w:gz") as tar:
-        tar.add(os.path.join(CHARTS, "0.3.0"), arcname="dra-driver-cpu")
+        tar.add(chart_dir("0.3.0"), arcname="dra-driver-cpu")
     result, failed = run_module(chart_layout, {"path": tgz, "reserved_cpus": "0-1", "image": "reg:5000/d:v1",
                                                "chart_values": {"nodeSelector": {"a": "b"}}})
     assert failed is False, result
@@ -65,7 +63,7 @@ def test_unreadable_chart_fails(tmp_path):
 
 
 def test_schema_requirements_for_helm_choice(tmp_path):
-    shutil.copytree(os.path.join(CHARTS, "0.3.0"), str(tmp_path / "dra-driver-cpu"))
+    copy_chart("0.3.0", str(tmp_path / "dra-driver-cpu"))
     result, failed = run_module(chart_layout, {"path": str(tmp_path)})
     assert failed is False
     assert set(result["schema_requirements"]) >= {"min_helm", "draft", "reasons", "misread"}
@@ -83,7 +81,7 @@ OLD_HELM = dict(helm_version="3.18.4", wanted_helm_version="v3.22.0")
 def _package(dest, version):
     tgz = os.path.join(dest, "dra-driver-cpu-%s.tgz" % version)
     with tarfile.open(tgz, "w:gz") as tar:
-        tar.add(os.path.join(CHARTS, version), arcname="dra-driver-cpu")
+        tar.add(chart_dir(version), arcname="dra-driver-cpu")
 
 
 class Helm(object):
@@ -157,7 +155,7 @@ def test_without_helm_the_version_rule_stands_in():
 
 
 def test_a_local_chart_is_read_where_it_is(tmp_path):
-    shutil.copytree(os.path.join(CHARTS, "0.2.0"), str(tmp_path / "dra-driver-cpu"))
+    copy_chart("0.2.0", str(tmp_path / "dra-driver-cpu"))
     result, failed, helm = pull({"chart": str(tmp_path / "dra-driver-cpu"), "chart_version": "", "helm": ""})
     assert failed is False and not helm.calls
     assert result["source"] == "local" and result["version"] == "0.2.0" and result["layout"]["values_key"] == "args"

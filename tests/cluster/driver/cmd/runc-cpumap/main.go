@@ -2,7 +2,8 @@
 // maps the CPU ids of the node's simulated topology onto the machine's real CPUs, then runs the
 // real runc with the same arguments. Part of simulating the hardware, not of any driver.
 //
-//	runc-cpumap --runc <runc> (--real-cpus <cpuset> | --map-cpus false) --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>
+//	runc-cpumap --runc <runc> (--real-cpus <cpuset> | --map-cpus false) --log <file> [--restrict-oom-score-adj true]
+//	            [--drop-hugepage-limits true] [--driver-sysfs <dir>] [--driver-bind-host <ip>] -- <runc arguments>
 //
 // The node's kubelet and its driver see the fake CPU tree (12 CPUs by default); the machine has
 // fewer. A driver that pins containers through NRI, as upstream dra-driver-cpu does, asks for fake
@@ -28,6 +29,8 @@
 // linux.resources.hugepageLimits: these machines mount no hugetlb cgroup, and runc then fails every
 // container ("cannot set hugetlb limit: container could not join or create cgroup"). Logged as
 // `<command> <container> hugepageLimits dropped (2)`.
+//
+// --driver-sysfs and --driver-bind-host change the DRA driver's own container only (driver.go).
 package main
 
 import (
@@ -117,6 +120,8 @@ type mapper struct {
 	minOOM *int
 	// dropHugepages: remove linux.resources.hugepageLimits (DropHugepageLimits)
 	dropHugepages bool
+	// driverSysfs, bindHost: the driver container's binds and address (driver.go); "" for none
+	driverSysfs, bindHost string
 }
 
 // DropHugepageLimits removes hugepageLimits from a LinuxResources object; returns how many it held
@@ -156,6 +161,27 @@ func ownOOMScoreAdj() (int, error) {
 	return v, err
 }
 
+// driver applies --driver-sysfs and --driver-bind-host to the driver's container (driver.go).
+func (m mapper) driver(spec map[string]any, cmd, id string) bool {
+	if !IsDriver(spec) {
+		return false
+	}
+	changed := false
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	if m.driverSysfs != "" {
+		fmt.Fprintf(m.log, "%s %s %s driver sysfs %s over %s\n", now, cmd, id, m.driverSysfs,
+			strings.Join(BindSysfs(spec, m.driverSysfs), ","))
+		changed = true
+	}
+	if m.bindHost != "" {
+		if from, to, ok := BindHost(spec, m.bindHost); ok {
+			fmt.Fprintf(m.log, "%s %s %s driver bind-address %s -> %s\n", now, cmd, id, from, to)
+			changed = true
+		}
+	}
+	return changed
+}
+
 func (m mapper) note(cmd, id, from, to string) {
 	fmt.Fprintf(m.log, "%s %s %s cpus %s -> %s\n", time.Now().UTC().Format(time.RFC3339Nano), cmd, id, from, to)
 }
@@ -178,7 +204,7 @@ func (m mapper) create(args []string, at int) error {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	changed := false
+	changed := m.driver(spec, args[at], args[len(args)-1])
 	if m.minOOM != nil {
 		if from, to, ok := RestrictOOM(spec, *m.minOOM); ok {
 			fmt.Fprintf(m.log, "%s %s %s oomScoreAdj %d -> %d\n", time.Now().UTC().Format(time.RFC3339Nano),
@@ -299,8 +325,8 @@ func (m mapper) resourcesFile(args []string, i int, eq bool, data []byte) ([]str
 
 func run() error {
 	a := os.Args[1:]
-	usage := fmt.Errorf("usage: runc-cpumap --runc <runc> (--real-cpus <cpuset> | --map-cpus false) --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] -- <runc arguments>")
-	var runc, realCPUs, mapCPUs, logPath, restrictOOM, dropHugepages string
+	usage := fmt.Errorf("usage: runc-cpumap --runc <runc> (--real-cpus <cpuset> | --map-cpus false) --log <file> [--restrict-oom-score-adj true] [--drop-hugepage-limits true] [--driver-sysfs <dir>] [--driver-bind-host <ip>] -- <runc arguments>")
+	var runc, realCPUs, mapCPUs, logPath, restrictOOM, dropHugepages, driverSysfs, bindHost string
 	for len(a) > 0 && a[0] != "--" {
 		if len(a) < 2 {
 			return usage
@@ -318,6 +344,10 @@ func run() error {
 			restrictOOM = a[1]
 		case "--drop-hugepage-limits":
 			dropHugepages = a[1]
+		case "--driver-sysfs":
+			driverSysfs = a[1]
+		case "--driver-bind-host":
+			bindHost = a[1]
 		default:
 			return fmt.Errorf("unknown option %s", a[0])
 		}
@@ -340,7 +370,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	m := mapper{real: real, log: logf, dir: filepath.Dir(logPath), dropHugepages: dropHugepages == "true"}
+	m := mapper{real: real, log: logf, dir: filepath.Dir(logPath), dropHugepages: dropHugepages == "true",
+		driverSysfs: driverSysfs, bindHost: bindHost}
 	if restrictOOM == "true" {
 		own, err := ownOOMScoreAdj()
 		if err != nil {

@@ -12,6 +12,7 @@ import tarfile
 import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import fetch as cf
+from ansible_collections.kubevirtci.dra_cpu.tests.cluster.chart_sources import chart_dir
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))))
@@ -73,7 +74,7 @@ def test_no_error_output_names_the_exit_code():
 
 def _tgz(path, version="0.3.0"):
     with tarfile.open(str(path), "w:gz") as tar:
-        tar.add(os.path.join(CHARTS, version), arcname="dra-driver-cpu")
+        tar.add(chart_dir(version), arcname="dra-driver-cpu")
     return str(path)
 
 

@@ -15,15 +15,14 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema imp
     load_schema,
     schema_requirements,
 )
-from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import REPO
+from ansible_collections.kubevirtci.dra_cpu.tests.cluster.chart_sources import chart_dir
 
-CHARTS = os.path.join(REPO, "tests", "fixtures", "charts", "dra-driver-cpu")
 D2020 = "https://json-schema.org/draft/2020-12/schema"
 D7 = "http://json-schema.org/draft-07/schema#"
 
 
 def fixture_schema(version):
-    with open(os.path.join(CHARTS, version, "values.schema.json")) as fh:
+    with open(os.path.join(chart_dir(version), "values.schema.json")) as fh:
         return fh.read()
 
 

@@ -1,0 +1,88 @@
+"""Which chart each dra-driver-cpu chart version is, for the test cluster and the tests.
+
+Owns: the versions that are upstream's own here (UPSTREAM_CHART_VERSIONS: the Go module proxy serves
+github.com/kubernetes-sigs/dra-driver-cpu at v0.2.0 only, issue 39), where their sources are (the
+module's deployment/helm/dra-driver-cpu, upstream_chart_dir) and their packaged release (`build.sh
+upstream-chart`, upstream_chart); the fixture chart of every later version
+(tests/fixtures/charts/dra-driver-cpu/<version>, whose upstream release cannot be had here);
+chart_dir / chart_sources over both, and reading a chart's Chart.yaml or values.yaml from a
+directory or a .tgz (chart_file).
+Must not: push, render or change a chart.
+"""
+import os
+import shutil
+import subprocess
+import tarfile
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CHART_NAME = "dra-driver-cpu"
+FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures", "charts", CHART_NAME)
+UPSTREAM_CHART_VERSIONS = ("0.2.0",)
+UPSTREAM_MODULE = "github.com/kubernetes-sigs/dra-driver-cpu"
+UPSTREAM_TOOLS = os.path.join(HERE, "tools", "dra-driver-cpu-v0.2.0")   # the module that pins v0.2.0
+BUILD_SH = os.path.join(HERE, "build.sh")
+
+
+def upstream_chart_dir(version):
+    """Upstream's chart <version> as its repository holds it (the Go module cache, read-only; `go`
+    downloads the module on first use)."""
+    if version not in UPSTREAM_CHART_VERSIONS:
+        raise ValueError(f"chart {version} is not upstream's here ({', '.join(UPSTREAM_CHART_VERSIONS)} is)")
+    r = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", UPSTREAM_MODULE], cwd=UPSTREAM_TOOLS, text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, GOFLAGS="-mod=mod"))
+    if r.returncode != 0:
+        raise RuntimeError(f"go list -m {UPSTREAM_MODULE} failed: {r.stderr.strip()}")
+    return os.path.join(r.stdout.strip(), "deployment", "helm", CHART_NAME)
+
+
+def upstream_chart(version):
+    """Upstream's packaged chart <version> (build.sh upstream-chart: cached; seconds on a new machine)."""
+    if version not in UPSTREAM_CHART_VERSIONS:
+        raise ValueError(f"chart {version} is not upstream's here")
+    r = subprocess.run([BUILD_SH, "upstream-chart"], stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"build.sh upstream-chart failed (exit {r.returncode})")
+    return os.path.join(r.stdout.strip().splitlines()[-1], f"{CHART_NAME}-{version}.tgz")
+
+
+def chart_dir(version, fixtures_dir=FIXTURES_DIR):
+    """The directory of chart <version>'s sources: upstream's own, else its fixture."""
+    return upstream_chart_dir(version) if version in UPSTREAM_CHART_VERSIONS else os.path.join(fixtures_dir, version)
+
+
+def chart_sources(fixtures_dir=FIXTURES_DIR, packaged=True):
+    """{version: source} of every chart the test registry serves: a fixture's directory, or upstream's
+    own (its packaged .tgz; with packaged=False its directory). A fixture of an upstream version is
+    refused: the two would disagree."""
+    sources = {}
+    for version in sorted(os.listdir(fixtures_dir)) if os.path.isdir(fixtures_dir) else []:
+        if version in UPSTREAM_CHART_VERSIONS:
+            raise RuntimeError(f"{fixtures_dir}/{version}: upstream's own {version} is served, remove the fixture")
+        sources[version] = os.path.join(fixtures_dir, version)
+    for version in UPSTREAM_CHART_VERSIONS:
+        sources[version] = upstream_chart(version) if packaged else upstream_chart_dir(version)
+    return dict(sorted(sources.items()))
+
+
+def chart_file(source, name):
+    """The parsed YAML of a chart's top-level file `name` (Chart.yaml, values.yaml), from its
+    directory or its .tgz (<chart name>/<name>)."""
+    if os.path.isdir(source):
+        with open(os.path.join(source, name)) as f:
+            return yaml.safe_load(f) or {}
+    with tarfile.open(source) as t:
+        return yaml.safe_load(t.extractfile(f"{CHART_NAME}/{name}").read()) or {}
+
+
+def copy_chart(version, dest, fixtures_dir=FIXTURES_DIR):
+    """A writable copy of chart <version>'s sources at dest (the module cache's files are read-only)."""
+    shutil.copytree(chart_dir(version, fixtures_dir), dest)
+    for root, dirs, files in os.walk(dest):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            os.chmod(path, os.stat(path).st_mode | 0o200)
+    os.chmod(dest, os.stat(dest).st_mode | 0o200)
+    return dest
