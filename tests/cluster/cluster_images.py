@@ -184,7 +184,8 @@ def push_upstream(crane_dir, registry, upstream_dir, work_dir):
 
 
 # the project's driver (tests/cluster/driver), its main flavour, as the image of upstream's 0.2.0 chart
-# under upstream's e2e suite (issue 39 item 4): /dracpu only (the port has no gatherinfo; a spec
+# under upstream's e2e suite (issue 39 item 4): /dracpu and a copy /dracpu-gatherinfo, as upstream's
+# Dockerfile lays them out (the binary's debug report by its argv[0], internal/gatherinfo; a spec
 # upstream's binary passes and this one fails is a bug in the port), HOST_ROOT as every driver image here
 PROJECT_E2E_DRIVER_IMAGE = "registry.k8s.io/dra-driver-cpu/project/dra-driver-cpu:main"
 
@@ -192,7 +193,8 @@ PROJECT_E2E_DRIVER_IMAGE = "registry.k8s.io/dra-driver-cpu/project/dra-driver-cp
 def push_project_main(crane_dir, registry, driver_dir, work_dir):
     """PROJECT_E2E_DRIVER_IMAGE through the mirror, from build.sh driver's directory; returns its name."""
     name = PROJECT_E2E_DRIVER_IMAGE.split("/", 1)[1]
-    layer = files_layer([(os.path.join(driver_dir, "dracpu"), "dracpu")], os.path.join(work_dir, "project-main.tar"))
+    binary = os.path.join(driver_dir, "dracpu")
+    layer = files_layer([(binary, "dracpu"), (binary, "dracpu-gatherinfo")], os.path.join(work_dir, "project-main.tar"))
     _push(os.path.join(crane_dir, "crane"), layer, f"{registry}/{name}", "--cmd=/dracpu",
           "--env=DRACPU_FLAVOR=main", f"--env=HOST_ROOT={HOST_ROOT}")
     return PROJECT_E2E_DRIVER_IMAGE

@@ -2,7 +2,10 @@
 // publishes the devices upstream would publish for the node's (fake) sysfs and prepares claims
 // with CDI specs. It owns the process: flags and config (exit 2 on a flag error, 1 on a config
 // error, as upstream), logging, /healthz (503 until Start returned; where it listens: bind.go), the
-// client, the node name and the signal handling; `dracpu publish` is publish.go. Mirrors upstream cmd/dracpu/app.go main/run (v0.2.0 and main).
+// client, the node name and the signal handling; `dracpu publish` is publish.go; the debug report
+// (internal/gatherinfo) is dispatched as upstream does: v0.2 by argv[0]'s basename `dracpu-gatherinfo`
+// alone, main by the subcommand `gatherinfo` (argv[0] `dracpu-gatherinfo` becomes `dracpu gatherinfo`;
+// root flags with a subcommand refused). Mirrors upstream cmd/dracpu/app.go main/run (v0.2.0 and main).
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -25,6 +29,7 @@ import (
 
 	"kubevirtci.io/dra-cpu/testdriver/internal/config"
 	"kubevirtci.io/dra-cpu/testdriver/internal/devices"
+	"kubevirtci.io/dra-cpu/testdriver/internal/gatherinfo"
 	"kubevirtci.io/dra-cpu/testdriver/internal/plugin"
 	"kubevirtci.io/dra-cpu/testdriver/internal/topology"
 )
@@ -40,7 +45,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	p, err := config.Parse(flavor, os.Args[1:], os.Stderr)
+	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == gatherinfo.CommandName {
+		if flavor == config.FlavorV02 {
+			os.Exit(gatherinfoV02(args)) // v0.2.0: before any flag parsing
+		}
+		args = append([]string{"gatherinfo"}, args...) // main: the compatibility path of the subcommand
+	}
+	p, err := config.Parse(flavor, args, os.Stderr)
 	if err != nil {
 		if config.IsHelp(err) {
 			os.Exit(0)
@@ -49,6 +61,9 @@ func main() {
 	}
 	logger := textlogger.NewLogger(p.Logging)
 	klog.SetLoggerWithOptions(logger, klog.ContextualLogger(true))
+	if flavor == config.FlavorMain && p.FlagSet.NArg() > 0 {
+		os.Exit(subcommand(logger, p))
+	}
 	cfg, err := p.Resolve()
 	if err != nil {
 		logger.Error(err, "failed to load configuration")
@@ -60,6 +75,37 @@ func main() {
 		klog.Flush()
 		os.Exit(1)
 	}
+}
+
+// gatherinfoV02 is v0.2.0's main for argv[0] dracpu-gatherinfo: the default logger, exit 1 on an error.
+func gatherinfoV02(args []string) int {
+	logger := textlogger.NewLogger(textlogger.NewConfig())
+	if err := gatherinfo.Run(args, gatherinfo.Options{Flavor: config.FlavorV02}, logger); err != nil {
+		fmt.Fprintf(os.Stderr, "dracpu-gatherinfo: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// subcommand is upstream main's subcommand dispatch (internal/subcommands Run): root flags refused,
+// `gatherinfo` the report; upstream's `introspect` (metrics metadata) is not ported.
+func subcommand(logger klog.Logger, p *config.Parsed) int {
+	if p.FlagSet.NFlag() > 0 {
+		fmt.Fprintln(os.Stderr, "dracpu: root flags cannot be combined with subcommands")
+		return 1
+	}
+	var err error
+	switch args := p.FlagSet.Args(); args[0] {
+	case "gatherinfo":
+		err = gatherinfo.Run(args[1:], gatherinfo.Options{Flavor: config.FlavorMain}, logger)
+	default:
+		err = fmt.Errorf("unknown subcommand %q; supported subcommands: gatherinfo (introspect is not ported)", args[0])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dracpu: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 func run(logger klog.Logger, flavor string, cfg config.Config) error {
