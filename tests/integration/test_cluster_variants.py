@@ -6,7 +6,7 @@ Nodes: real wherever a real one can be had (issue 17 item 5): a real kubelet + c
 tree the kubelet and the driver read.
 - 'topologies': six real nodes of different CPU hardware, kubelet policies and taints at once
   (CLUSTER_REAL_NODE_OVERRIDES); preflight reads each real kubelet's /configz, the driver publishes
-  each node's cells.
+  each node's cells: the project's driver under chart 0.3.0, upstream's own v0.2.0 under 0.2.0.
 - 'gate-off': a real node beside two simulated nodes, the one case a real node cannot be here: a
   container runtime that cannot be built here (containerd 1.7 reports `containerd://1.7.27`, a
   CRI-O older than 1.30 `cri-o://1.29.9`; the real nodes run containerd 2.4.2 or CRI-O 1.36.3, the
@@ -22,7 +22,7 @@ import json
 import pytest
 
 from ansible_run import run_playbook
-from real_nodes_lib import TAINT_KEY
+from real_nodes_lib import TAINT_KEY, UPSTREAM_VERSION_LINE, wait
 
 pytestmark = pytest.mark.timeout(1200)
 # the 'topologies' and 'gate-off' clusters have real nodes: they run after the real-node build and,
@@ -130,6 +130,36 @@ def test_min_cell_cpus_fails_with_the_numbers(topology_cluster):
     assert r.rc != 0
     msg = " ".join(r.failure_messages())
     assert "11" in msg and "10" in msg, msg
+
+
+@real_nodes
+def test_upstreams_own_v020_runs_on_every_node_and_reads_each_topology(topology_cluster):
+    """Chart 0.2.0 on four real nodes sharing one network namespace: upstream's own v0.2.0 binary on
+    each (issue 39), its health port on its node's address (the runc wrapper's --driver-bind-host: a
+    second `:8080` could not bind here), each node's simulated topology read through the node's sysfs
+    (--driver-sysfs: v0.2.0 reads its online CPUs from /sys), so its pools give the cells main's gave."""
+    r = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_skip_incompatible_nodes": True,
+                                                              "dra_cpu_chart_version": "0.2.0"}, env=NO_SIZING)
+    assert r.rc == 0, r
+    reserved = {0, 1}
+    got = {n: [(int(i), cpus) for i, cpus in v["cells"].items()] for n, v in r.fact("dra_cpu_topology")["nodes"].items()}
+    assert got == {"real01": sizing_rule(12, 2, reserved), "real02": sizing_rule(16, 4, reserved),
+                   "real03": sizing_rule(12, 1, reserved), "real04": sizing_rule(12, 2, reserved)}
+    from kubernetes import client
+    core = client.CoreV1Api(topology_cluster.api_client)
+    pods = [p for p in core.list_namespaced_pod("dra-driver-cpu", label_selector="app.kubernetes.io/name=dra-driver-cpu").items
+            if not p.metadata.deletion_timestamp]
+    assert sorted(p.spec.node_name for p in pods) == ["real01", "real02", "real03", "real04"], pods
+    for pod in pods:
+        assert pod.spec.containers[0].image.endswith("/dra-driver-cpu:v0.2.0"), pod.spec.containers[0].image
+        log = core.read_namespaced_pod_log(pod.metadata.name, "dra-driver-cpu")
+        assert UPSTREAM_VERSION_LINE in log, (pod.spec.node_name, log[:2000])
+        # upstream logs its flags: the wrapper gave it the node's own address
+        assert f'"FLAG" name="bind-address" value="{pod.status.pod_ip}:8080"' in log, (pod.spec.node_name, log[:3000])
+    wait("every v0.2.0 driver pod Ready (its kubelet's probe answered on its own node's address)", lambda: all(
+        any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+        for p in core.list_namespaced_pod("dra-driver-cpu", label_selector="app.kubernetes.io/name=dra-driver-cpu").items),
+        timeout=90)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 // Command dracpu is the test cluster's simulated dra-driver-cpu: a real kubelet plugin that
 // publishes the devices upstream would publish for the node's (fake) sysfs and prepares claims
 // with CDI specs. It owns the process: flags and config (exit 2 on a flag error, 1 on a config
-// error, as upstream), logging, /healthz (503 until Start returned; where it listens: bind.go), the
+// error, as upstream), logging, /healthz (503 until Start returned, on --bind-address as given), the
 // client, the node name and the signal handling; `dracpu publish` is publish.go; the debug report
 // (internal/gatherinfo) is dispatched as upstream does: v0.2 by argv[0]'s basename `dracpu-gatherinfo`
 // alone, main by the subcommand `gatherinfo` (argv[0] `dracpu-gatherinfo` becomes `dracpu gatherinfo`;
@@ -119,6 +119,25 @@ func run(logger klog.Logger, flavor string, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	// upstream's order (cmd/dracpu/app.go): /healthz on --bind-address as given, then the client. Where
+	// the test cluster's real nodes share a network namespace, the node's runc wrapper has already put
+	// the node's own address into ":<port>" (tests/cluster/driver/cmd/runc-cpumap/driver.go)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if ready.Load() {
+			w.WriteHeader(http.StatusOK)
+		} else {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	server := &http.Server{Addr: cfg.BindAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	go func() {
+		if err := server.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+			logger.Error(err, "HTTP server failed")
+		}
+	}()
+
 	var restConfig *rest.Config
 	if cfg.Kubeconfig != "" {
 		restConfig, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
@@ -142,29 +161,6 @@ func run(logger klog.Logger, flavor string, cfg config.Config) error {
 	ctx := klog.NewContext(context.Background(), logger.WithValues("driver", plugin.DriverName))
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
-	// upstream starts this server before it builds its client; here it needs the client and the
-	// node name first (bind.go: the test cluster's nodes share one network namespace)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if ready.Load() {
-			w.WriteHeader(http.StatusOK)
-		} else {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-	})
-	addr := nodeBindAddress(ctx, client, nodeName, cfg.BindAddress)
-	if addr != cfg.BindAddress {
-		logger.Info("healthz on the node's own address (the test cluster's nodes share a network namespace)",
-			"bindAddress", cfg.BindAddress, "listen", addr)
-	}
-	server := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	go func() {
-		if err := server.ListenAndServe(); err != nil && err != http.ErrServerClosed {
-			logger.Error(err, "HTTP server failed")
-		}
-	}()
 
 	topo, err := topology.Read(logger, sfs)
 	if err != nil {
