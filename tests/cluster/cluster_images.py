@@ -134,8 +134,7 @@ def push_driver(dirs, registry):
     project's driver (main: upstream main's releases cannot be had here), HOST_ROOT set."""
     crane = os.path.join(dirs["crane"], "crane")
     project = _one_file_layer(os.path.join(dirs["driver"], "dracpu"), "dracpu", p("real-nodes", "driver-layer.tar"))
-    upstream = files_layer([(os.path.join(dirs["upstream"], n), n) for n in ("dracpu", "dracpu-gatherinfo")],
-                           p("real-nodes", "upstream-driver-layer.tar"))
+    upstream = upstream_driver_layer(dirs["upstream"], p("real-nodes", "upstream-driver-layer.tar"))
     refs = []
     for path, tag, flavor in driver_images():
         ref = f"{registry}/{path}:{tag}"
@@ -147,14 +146,12 @@ def push_driver(dirs, registry):
     return refs
 
 
-# upstream's own dra-driver-cpu v0.2.0 (tests/cluster/build.sh upstream), under names of its own so the
-# project driver's images under the charts' default names stay as they are (every cluster's registry
-# shares one storage): its driver image as upstream's Dockerfile lays it out (/dracpu and
-# /dracpu-gatherinfo, CMD /dracpu) and its e2e test image (test/image/Dockerfile: /dracpuinfo,
-# /dracputester, CMD /dracputester). Both programs are static (CGO_ENABLED=0), so the distroless base
-# adds nothing they read.
-UPSTREAM_DRIVER_IMAGE = "registry.k8s.io/dra-driver-cpu/upstream/dra-driver-cpu:v0.2.0"
+# upstream's own dra-driver-cpu v0.2.0 e2e test image (tests/cluster/build.sh upstream; test/image/Dockerfile:
+# /dracpuinfo, /dracputester, CMD /dracputester), under a name of its own. Both programs are static
+# (CGO_ENABLED=0), so the distroless base adds nothing they read. Upstream's driver image is every v0.2.0
+# name push_driver pushes (upstream_driver_layer).
 UPSTREAM_TEST_IMAGE = "registry.k8s.io/dra-driver-cpu/upstream/dra-driver-cpu-test:v0.2.0"
+UPSTREAM_DRIVER_FILES = ("dracpu", "dracpu-gatherinfo")   # upstream's Dockerfile: the binary twice, CMD /dracpu
 
 
 def files_layer(files, layer):
@@ -169,18 +166,19 @@ def files_layer(files, layer):
     return layer
 
 
-def push_upstream(crane_dir, registry, upstream_dir, work_dir):
-    """UPSTREAM_DRIVER_IMAGE and UPSTREAM_TEST_IMAGE through the mirror, from build.sh upstream's
-    directory (the layers written under work_dir); returns the two names the nodes pull."""
-    crane = os.path.join(crane_dir, "crane")
-    for image, names, cmd in (
-            (UPSTREAM_DRIVER_IMAGE, ("dracpu", "dracpu-gatherinfo"), "/dracpu"),
-            (UPSTREAM_TEST_IMAGE, ("dracpuinfo", "dracputester"), "/dracputester")):
-        name = image.split("/", 1)[1]
-        layer = files_layer([(os.path.join(upstream_dir, n), n) for n in names],
-                            os.path.join(work_dir, name.replace("/", "_").replace(":", "_") + ".tar"))
-        _push(crane, layer, f"{registry}/{name}", f"--cmd={cmd}")
-    return UPSTREAM_DRIVER_IMAGE, UPSTREAM_TEST_IMAGE
+def upstream_driver_layer(upstream_dir, layer):
+    """Upstream's driver image's one layer, as its Dockerfile lays it out (UPSTREAM_DRIVER_FILES)."""
+    return files_layer([(os.path.join(upstream_dir, n), n) for n in UPSTREAM_DRIVER_FILES], layer)
+
+
+def push_upstream_test_image(crane_dir, registry, upstream_dir, work_dir):
+    """UPSTREAM_TEST_IMAGE through the mirror, from build.sh upstream's directory (the layer written
+    under work_dir); returns the name the nodes pull."""
+    name = UPSTREAM_TEST_IMAGE.split("/", 1)[1]
+    layer = files_layer([(os.path.join(upstream_dir, n), n) for n in ("dracpuinfo", "dracputester")],
+                        os.path.join(work_dir, "upstream-test-image.tar"))
+    _push(os.path.join(crane_dir, "crane"), layer, f"{registry}/{name}", "--cmd=/dracputester")
+    return UPSTREAM_TEST_IMAGE
 
 
 # the project's driver (tests/cluster/driver), its main flavour, as the image of upstream's 0.2.0 chart

@@ -6,11 +6,10 @@ own (`hardware: machine`, cluster_node_hw.py). playbooks/install.yml installs th
 the suite expects upstream's own manifests (e2e_suite_test.go: DaemonSet `dracpu` in `kube-system`,
 pods labelled `app=dracpu`, its first container's args carrying `--reserved-cpus`,
 `--cpu-device-mode`, `--group-by`): through the role's `dra_cpu_namespace` and `dra_cpu_chart_values`
-(`fullnameOverride: dracpu`, `podLabels: {app: dracpu}`), upstream's own packaged 0.2.0 chart
-(build.sh upstream; pushed under dra-driver-cpu/upstream/charts), reserved CPUs equal to
-`DRACPU_E2E_RESERVED_CPUS`, grouped mode, the driver image upstream's v0.2.0 binary as upstream's
-Dockerfile lays it out (cluster_images.UPSTREAM_DRIVER_IMAGE) and the suite's test image upstream's
-(UPSTREAM_TEST_IMAGE). `DRACPU_E2E_TARGET_NODE` names real01 (else the suite looks for kind's
+(`fullnameOverride: dracpu`, `podLabels: {app: dracpu}`), the registry's 0.2.0 chart (upstream's own
+release, chart_sources.py), reserved CPUs equal to `DRACPU_E2E_RESERVED_CPUS`, grouped mode, the
+chart's default image (upstream's v0.2.0 binary as upstream's Dockerfile lays it out,
+cluster_images.push_driver) and the suite's test image upstream's (UPSTREAM_TEST_IMAGE). `DRACPU_E2E_TARGET_NODE` names real01 (else the suite looks for kind's
 `node-role.kubernetes.io/worker` label).
 
 The specs of upstream_e2e_exclusions.EXCLUDED are skipped (--ginkgo.skip), each after its facts are
@@ -34,15 +33,13 @@ from upstream_e2e_exclusions import EXCLUDED, PORT_BUGS, RUN
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
-from cluster_images import (PROJECT_E2E_DRIVER_IMAGE, UPSTREAM_DRIVER_IMAGE, UPSTREAM_TEST_IMAGE,  # noqa: E402
-                            push_project_main, push_upstream)
+from chart_sources import chart_file, chart_sources  # noqa: E402
+from cluster_images import (PROJECT_E2E_DRIVER_IMAGE, UPSTREAM_TEST_IMAGE,  # noqa: E402
+                            push_project_main, push_upstream_test_image)
 
 BUILD_SH = os.path.join(REPO, "tests", "cluster", "build.sh")
 TOOLS = os.path.join(REPO, "tests", "cluster", "tools", "dra-driver-cpu-v0.2.0")
 RESERVED = "0"
-# upstream's packaged 0.2.0 chart, pushed under a repository of its own (every cluster's registry shares
-# one storage; the fixture charts stay under dra-driver-cpu/charts)
-UPSTREAM_CHART_REPO = "dra-driver-cpu/upstream/charts"
 CHART_CPU_REQUEST_MILLI = 100   # the 0.2.0 chart's resources.requests.cpu (values.yaml)
 
 pytestmark = [
@@ -95,40 +92,34 @@ def e2e_node(request, cluster_factory):
                         CLUSTER_REAL_NODE_OVERRIDES={NODE: {"runtime": request.param, "hardware": "machine"}})
     with open(os.path.join(c.state_dir, "cluster.json")) as f:
         registry = json.load(f)["registry"]
-    push_upstream(crane, registry, upstream, c.state_dir)
+    push_upstream_test_image(crane, registry, upstream, c.state_dir)
     push_project_main(crane, registry, driver, c.state_dir)
-    c.upstream_chart = push_upstream_chart(c, registry, upstream)
     yield c, request.param
 
 
-def push_upstream_chart(c, registry, upstream):
-    """helm push of build.sh upstream's chart/dra-driver-cpu-0.2.0.tgz; returns the role's dra_cpu_chart."""
-    h = os.path.join(c.state_dir, "helm-upstream")
-    env = dict(os.environ, HELM_CACHE_HOME=f"{h}/cache", HELM_CONFIG_HOME=f"{h}/config", HELM_DATA_HOME=f"{h}/data",
-               HELM_REGISTRY_CONFIG=f"{h}/config/registry.json")
-    r = subprocess.run([c.env["CLUSTER_HELM_BINARY"], "push", os.path.join(upstream, "chart", "dra-driver-cpu-0.2.0.tgz"),
-                        f"oci://{registry}/{UPSTREAM_CHART_REPO}", "--plain-http"],
-                       env=env, capture_output=True, text=True, check=False)
-    assert r.returncode == 0, r.stderr
-    return f"oci://{registry}/{UPSTREAM_CHART_REPO}/dra-driver-cpu"
+def default_image():
+    """The 0.2.0 chart's default image (values.yaml), upstream's binary on every real node."""
+    image = chart_file(chart_sources()["0.2.0"], "values.yaml")["image"]
+    return f"{image['repository']}:{image.get('tag') or chart_file(chart_sources()['0.2.0'], 'Chart.yaml')['appVersion']}"
 
 
-def install(c, image):
+def install(c, image=""):
     """playbooks/install.yml as the suite expects the driver (module docstring); the sizing the
     role checks the published topology against is the machine's (its online CPUs and NUMA nodes)."""
     nodes = [d for d in os.listdir("/sys/devices/system/node") if re.fullmatch(r"node\d+", d)]
     with open("/sys/devices/system/cpu/online") as f:
         cpus = len(cpuset_ids(f.read().strip()))
     r = run_playbook(c, "install", extra_vars={
-        "dra_cpu_chart": c.upstream_chart, "dra_cpu_num_vcpu": cpus, "dra_cpu_num_numa_nodes": max(len(nodes), 1),
+        "dra_cpu_num_vcpu": cpus, "dra_cpu_num_numa_nodes": max(len(nodes), 1),
         "dra_cpu_namespace": "kube-system", "dra_cpu_chart_version": "0.2.0", "dra_cpu_image": image,
         "dra_cpu_reserved_cpus": RESERVED, "dra_cpu_cpu_device_mode": "grouped",
         "dra_cpu_chart_values": {"fullnameOverride": "dracpu", "podLabels": {"app": "dracpu"}}})
     assert r.rc == 0, r.failure_messages()
     core, _ = apis(c)
-    wait("the dracpu pod Ready with " + image, lambda: [
+    want = image or default_image()
+    wait("the dracpu pod Ready with " + want, lambda: [
         p for p in core.list_namespaced_pod("kube-system", label_selector="app=dracpu").items
-        if p.spec.containers[0].image == image and not p.metadata.deletion_timestamp
+        if p.spec.containers[0].image == want and not p.metadata.deletion_timestamp
         and any(x.type == "Ready" and x.status == "True" for x in p.status.conditions or [])], timeout=180)
 
 
@@ -216,7 +207,7 @@ def test_upstream_e2e_suite_upstreams_driver(e2e_node):
     """Upstream's v0.2.0 binary: the RUN specs pass (the PCIe one may skip itself), the EXCLUDED ones
     are skipped by the filter, the suite succeeds and its after-suite contextual-logging check passes."""
     c, runtime = e2e_node
-    install(c, UPSTREAM_DRIVER_IMAGE)
+    install(c)   # the chart's default image: upstream's own
     assert_succeeded(*run_suite(c, runtime, "upstream"))
 
 
