@@ -18,14 +18,14 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.action import chart_layout a
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import chart_layout as module
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import run_module
-from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.test_chart_layout_module import CHARTS
+from ansible_collections.kubevirtci.dra_cpu.tests.cluster.chart_sources import FIXTURES_DIR as CHARTS  # the 0.3.0 fixture
 
 OCI = "oci://127.0.0.1:5000/dra-driver-cpu/charts/dra-driver-cpu"
 
 
 @pytest.fixture
 def fake_helm(tmp_path):
-    """A helm executable that packages the fixture chart of --version into --destination and
+    """A helm executable that packages the fixture chart of --version (0.3.0) into --destination and
     records SSL_CERT_FILE and DRA_CPU_PROXY_TEST (the task environment) in a file."""
     script = tmp_path / "helm"
     seen = tmp_path / "seen"
