@@ -55,7 +55,7 @@ def test_a_v02_name_is_upstreams_own_binary_and_every_other_the_project_driver(t
     monkeypatch.setattr(cluster_images, "p", lambda *parts: str(tmp_path.joinpath("state", *parts)))
     dirs = {"crane": str(tmp_path / "crane"), "driver": str(tmp_path / "driver"), "upstream": str(tmp_path / "upstream")}
     refs = cluster_images.push_driver(dirs, "reg:5000")
-    assert refs == [f"reg:5000/{path}:{tag}" for path, tag, _ in cluster_images.driver_images()]
+    assert refs == [f"reg:5000/{image[0]}:{image[1]}" for image in cluster_images.driver_images()]
     for layer, ref, mutate in pushed:
         with tarfile.open(layer) as t:
             files = {m.name: t.extractfile(m).read() for m in t.getmembers()}
@@ -64,7 +64,7 @@ def test_a_v02_name_is_upstreams_own_binary_and_every_other_the_project_driver(t
         else:
             assert files == {"dracpu": b"driver"} and "--env=DRACPU_FLAVOR=main" in mutate
             assert f"--env=HOST_ROOT={cluster_images.HOST_ROOT}" in mutate
-    assert sum(ref.endswith(":v0.2.0") for _, ref, _ in pushed) == 2
+    assert sum(push[1].endswith(":v0.2.0") for push in pushed) == 2
 
 
 def test_chart_020_is_upstreams_own_release_and_a_fixture_of_it_is_refused(tmp_path):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""kubevirtci.dra_cpu.chart_layout over the real fixture charts (a directory as helm pull --untar
+"""kubevirtci.dra_cpu.chart_layout over the real charts, upstream's 0.2.0 and the 0.3.0 fixture (a directory as helm pull --untar
 leaves it, a packaged .tgz) and the version-number fallback without a chart."""
 from __future__ import absolute_import, division, print_function
 
@@ -20,8 +20,7 @@ from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_clus
 from ansible_collections.kubevirtci.dra_cpu.tests.cluster.chart_sources import chart_dir, copy_chart
 
 
-
-def test_fixture_020_directory_maps_onto_args(tmp_path):
+def test_upstreams_020_directory_directory_maps_onto_args(tmp_path):
     # as helm pull --untar leaves it: <dir>/dra-driver-cpu/Chart.yaml
     copy_chart("0.2.0", str(tmp_path / "dra-driver-cpu"))
     result, failed = run_module(chart_layout, {"path": str(tmp_path), "chart": "oci://r/dra-driver-cpu",
