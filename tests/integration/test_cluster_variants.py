@@ -134,22 +134,25 @@ def test_min_cell_cpus_fails_with_the_numbers(topology_cluster):
 
 @real_nodes
 def test_upstreams_own_v020_runs_on_every_node_and_reads_each_topology(topology_cluster):
-    """Chart 0.2.0 on four real nodes sharing one network namespace: upstream's own v0.2.0 binary on
+    """Chart 0.2.0 on five real nodes sharing one network namespace: upstream's own v0.2.0 binary on
     each (issue 39), its health port on its node's address (the runc wrapper's --driver-bind-host: a
     second `:8080` could not bind here), each node's simulated topology read through the node's sysfs
-    (--driver-sysfs: v0.2.0 reads its online CPUs from /sys), so its pools give the cells main's gave."""
-    r = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_skip_incompatible_nodes": True,
+    (--driver-sysfs: v0.2.0 reads its online CPUs from /sys), so its pools give the cells main's gave.
+    0.2.0 has no affinity to keep the driver off real05 (the role refuses dra_cpu_skip_incompatible_nodes
+    there), so real05's static policy is an ignored check and the driver runs there too."""
+    r = run_playbook(topology_cluster, "install", extra_vars={"dra_cpu_preflight_ignore": ["cpu_manager_policy"],
                                                               "dra_cpu_chart_version": "0.2.0"}, env=NO_SIZING)
     assert r.rc == 0, r
     reserved = {0, 1}
     got = {n: [(int(i), cpus) for i, cpus in v["cells"].items()] for n, v in r.fact("dra_cpu_topology")["nodes"].items()}
     assert got == {"real01": sizing_rule(12, 2, reserved), "real02": sizing_rule(16, 4, reserved),
-                   "real03": sizing_rule(12, 1, reserved), "real04": sizing_rule(12, 2, reserved)}
+                   "real03": sizing_rule(12, 1, reserved), "real04": sizing_rule(12, 2, reserved),
+                   "real05": sizing_rule(12, 2, reserved)}
     from kubernetes import client
     core = client.CoreV1Api(topology_cluster.api_client)
     pods = [p for p in core.list_namespaced_pod("dra-driver-cpu", label_selector="app.kubernetes.io/name=dra-driver-cpu").items
             if not p.metadata.deletion_timestamp]
-    assert sorted(p.spec.node_name for p in pods) == ["real01", "real02", "real03", "real04"], pods
+    assert sorted(p.spec.node_name for p in pods) == ["real01", "real02", "real03", "real04", "real05"], pods
     for pod in pods:
         assert pod.spec.containers[0].image.endswith("/dra-driver-cpu:v0.2.0"), pod.spec.containers[0].image
         log = core.read_namespaced_pod_log(pod.metadata.name, "dra-driver-cpu")
