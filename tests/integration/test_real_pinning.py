@@ -3,7 +3,8 @@ own, on containerd and on CRI-O.
 
 real01 is a real kubelet with containerd v2.4.2 or CRI-O v1.36.3 and `hardware: machine`
 (tests/cluster/cluster_node_hw.py): no simulated topology, no CPU-id mapping in the runc wrapper, the
-driver reads the machine's own /sys at its HOST_ROOT. So a container's own Cpus_allowed_list is what
+driver reads the machine's own sysfs (the project's driver at its HOST_ROOT, upstream's own v0.2.0, which
+chart 0.2.0 runs, at /sys). So a container's own Cpus_allowed_list is what
 the driver pinned it to through NRI, and nothing here is the harness's mapping. The role installs the
 chart with nothing reserved (`dra_cpu_reserved_cpus: ''`: on a 2-CPU machine a 1-CPU claim leaves one
 CPU to the shared pool), grouped by NUMA node. Asserted, from the real API, the containers' own
@@ -26,7 +27,7 @@ import pytest
 
 from ansible_run import run_playbook
 from real_nodes_lib import (DRIVER_NS, NODE, apis, cdi_specs_naming, cpuset_fmt, cpuset_ids, driver_pods,
-                            process_with_env, ready_driver_pod, real_slices, wait)
+                            process_with_env, ready_driver_pod, real_slices, runs_upstreams_binary, wait)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
@@ -160,7 +161,7 @@ def test_shared_pool(machine_node, flavour):
       container stays off them after the pod and claim are gone, and a driver restart (its NRI
       Synchronize re-pins every shared container to the shared CPUs, nri_hooks.go Synchronize) gives
       them back;
-    - v0.2 (chart 0.2.0): StopContainer releases the claim's CPUs at once and updates the shared
+    - v0.2 (chart 0.2.0, upstream's own v0.2.0 binary): StopContainer releases the claim's CPUs at once and updates the shared
       containers (v0.2.0 nri_hooks.go StopContainer: "This early release in StopContainer is a
       workaround ..."): back as soon as the claim's container stops, before the claim is deleted.
     The v0.2 case runs last and reinstalls chart 0.2.0 (the cluster goes down after it)."""
@@ -174,6 +175,7 @@ def test_shared_pool(machine_node, flavour):
         wait("the v0.2.0 driver pod Ready (and no other)", lambda: [
             p.spec.containers[0].image.rsplit(":", 1)[1] for p in driver_pods(machine_node)] == ["v0.2.0"]
             and ready_driver_pod(machine_node), timeout=120)
+        assert runs_upstreams_binary(machine_node)   # upstream's own, not a stand-in (issue 39)
     shared, name = f"pin-shared-{flavour.replace('.', '')}", f"pin-claim-{flavour.replace('.', '')}"
     t0 = time.time()
     core.create_namespaced_pod("default", shared_pod(shared))
