@@ -243,6 +243,13 @@ build_crio() { # CRI-O for the real nodes that run it instead of containerd (nod
 
 upstream_version() { mod_version github.com/kubernetes-sigs/dra-driver-cpu "$here/tools/dra-driver-cpu-v0.2.0/go.mod"; }
 
+# the module's directory in the Go module cache, downloaded first (`go list -m` prints an empty Dir for a
+# module not in the cache yet: a new machine)
+upstream_src() {
+  (cd "$here/tools/dra-driver-cpu-v0.2.0" && GOFLAGS=-mod=mod go mod download -json github.com/kubernetes-sigs/dra-driver-cpu) |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p'
+}
+
 build_upstream_binaries() { # upstream's v0.2.0 driver and its test image's programs (part of real-node)
   local dir="$here/tools/dra-driver-cpu-v0.2.0" v out
   v=$(upstream_version); out="$cache/dra-driver-cpu/$v"
@@ -262,7 +269,8 @@ build_upstream_chart() { # upstream's 0.2.0 chart as its release packages it (ev
     exec 6>"$out.chart.lock"
     flock 6
     if [ ! -f "$out/chart/.complete" ]; then
-      src=$(cd "$dir" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/kubernetes-sigs/dra-driver-cpu)
+      src=$(upstream_src)
+      [ -d "$src/deployment/helm/dra-driver-cpu" ] || { echo "no upstream chart in the module ($src)" >&2; exit 2; }
       helm_dir=$(build_helm)
       rm -rf "$out/chart" && mkdir -p "$out/chart"
       "$helm_dir/helm" package "$src/deployment/helm/dra-driver-cpu" -d "$out/chart" >&2
@@ -282,7 +290,7 @@ build_upstream() { # upstream's dra-driver-cpu v0.2.0 (the module zip is the rep
     flock 6
     if [ ! -f "$out/e2e/.complete" ]; then
       # the e2e suite: go test -c from a writable copy of the module (its own go.mod and go.sum)
-      src=$(cd "$dir" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/kubernetes-sigs/dra-driver-cpu)
+      src=$(upstream_src)
       log "compiling upstream's e2e suite $(upstream_version) into $out/e2e"
       rm -rf "$out/.src" "$out/e2e" && mkdir -p "$out/e2e" && cp -r "$src/." "$out/.src/" && chmod -R u+w "$out/.src"
       ( cd "$out/.src" && GOFLAGS=-mod=mod CGO_ENABLED=0 /usr/bin/time -f "%e s wall, %M KiB peak RSS" \

@@ -9,6 +9,7 @@ chart_dir / chart_sources over both, and reading a chart's Chart.yaml or values.
 directory or a .tgz (chart_file).
 Must not: push, render or change a chart.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -31,11 +32,13 @@ def upstream_chart_dir(version):
     downloads the module on first use)."""
     if version not in UPSTREAM_CHART_VERSIONS:
         raise ValueError(f"chart {version} is not upstream's here ({', '.join(UPSTREAM_CHART_VERSIONS)} is)")
-    r = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", UPSTREAM_MODULE], cwd=UPSTREAM_TOOLS, text=True,
+    # `go mod download`, not `go list -m`: the latter prints an empty Dir for a module not in the cache
+    r = subprocess.run(["go", "mod", "download", "-json", UPSTREAM_MODULE], cwd=UPSTREAM_TOOLS, text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, GOFLAGS="-mod=mod"))
-    if r.returncode != 0:
-        raise RuntimeError(f"go list -m {UPSTREAM_MODULE} failed: {r.stderr.strip()}")
-    return os.path.join(r.stdout.strip(), "deployment", "helm", CHART_NAME)
+    d = json.loads(r.stdout or "{}").get("Dir", "") if r.returncode == 0 else ""
+    if not d:
+        raise RuntimeError(f"go mod download {UPSTREAM_MODULE} failed: {r.stderr.strip() or r.stdout.strip()}")
+    return os.path.join(d, "deployment", "helm", CHART_NAME)
 
 
 def upstream_chart(version):
