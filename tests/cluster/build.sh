@@ -256,8 +256,10 @@ build_upstream_binaries() { # upstream's v0.2.0 driver and its test image's prog
   go_build "dra-driver-cpu $v" "$dir" "$out" "" github.com/kubernetes-sigs/dra-driver-cpu/cmd/dracpu \
     github.com/kubernetes-sigs/dra-driver-cpu/test/image/dracpuinfo \
     github.com/kubernetes-sigs/dra-driver-cpu/test/image/dracputester
-  # upstream's Dockerfile copies the binary a second time as /dracpu-gatherinfo (it dispatches on its name)
-  [ -x "$out/dracpu-gatherinfo" ] || { cp "$out/dracpu" "$out/.gatherinfo.tmp" && mv -f "$out/.gatherinfo.tmp" "$out/dracpu-gatherinfo"; }
+  # upstream's Dockerfile copies the binary a second time as /dracpu-gatherinfo (it dispatches on its name);
+  # a temporary of this process's own: two callers (the build behind, a test's build.sh real-node) may
+  # both find it missing at once (a shared name failed one of them on a new machine, 8c3c3ad)
+  [ -x "$out/dracpu-gatherinfo" ] || { cp "$out/dracpu" "$out/.gatherinfo.$$" && mv -f "$out/.gatherinfo.$$" "$out/dracpu-gatherinfo"; }
   echo "$out"
 }
 
