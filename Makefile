@@ -46,13 +46,13 @@ build-binaries:
 build-cri-o: deps          ## CRI-O v1.36.3 + pinns for real nodes with `runtime: cri-o` (part of build; cached; conmon is Debian's)
 	tests/cluster/build.sh cri-o
 
-build-upstream: deps        ## upstream's dra-driver-cpu v0.2.0 from the Go module proxy: driver, test image programs, 0.2.0 chart, compiled e2e suite (part of build; cached; ~7 min first time)
+build-upstream: deps        ## upstream's dra-driver-cpu v0.2.0 from the Go module proxy: driver and test image programs (also in build-real-node), 0.2.0 chart, compiled e2e suite (part of build; cached; ~7 min first time)
 	tests/cluster/build.sh upstream
 
 build-helm-old: deps        ## the older helm(s) of tests/cluster/tools/helm-v*/ (the "too old helm" tests; cached)
 	tests/cluster/build.sh helm-old
 
-build-real-node: deps       ## kubelet, containerd, runc, CNI plugins, crane, pause for CLUSTER_REAL_NODES (part of build; cached; ~5 min first time)
+build-real-node: deps       ## kubelet, containerd, runc, CNI plugins, crane, pause, the project driver and upstream v0.2.0 binaries for CLUSTER_REAL_NODES (part of build; cached; ~8 min first time)
 	tests/cluster/build.sh real-node
 
 cluster-up: build-first     ## start the hermetic test cluster, `make demo`'s: one real node real01, no simulated one (CLUSTER_NODES=N adds simulated ones; idempotent; the real node's binaries build on first use)
