@@ -27,18 +27,22 @@ UPSTREAM_TOOLS = os.path.join(HERE, "tools", "dra-driver-cpu-v0.2.0")   # the mo
 BUILD_SH = os.path.join(HERE, "build.sh")
 
 
-def upstream_chart_dir(version):
-    """Upstream's chart <version> as its repository holds it (the Go module cache, read-only; `go`
-    downloads the module on first use)."""
-    if version not in UPSTREAM_CHART_VERSIONS:
-        raise ValueError(f"chart {version} is not upstream's here ({', '.join(UPSTREAM_CHART_VERSIONS)} is)")
-    # `go mod download`, not `go list -m`: the latter prints an empty Dir for a module not in the cache
+def upstream_module_dir():
+    """The v0.2.0 module's directory in the Go module cache (read-only), downloaded on first use:
+    `go mod download`, not `go list -m`, which prints an empty Dir for a module not in the cache."""
     r = subprocess.run(["go", "mod", "download", "-json", UPSTREAM_MODULE], cwd=UPSTREAM_TOOLS, text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, GOFLAGS="-mod=mod"))
     d = json.loads(r.stdout or "{}").get("Dir", "") if r.returncode == 0 else ""
     if not d:
         raise RuntimeError(f"go mod download {UPSTREAM_MODULE} failed: {r.stderr.strip() or r.stdout.strip()}")
-    return os.path.join(d, "deployment", "helm", CHART_NAME)
+    return d
+
+
+def upstream_chart_dir(version):
+    """Upstream's chart <version> as its repository holds it (upstream_module_dir)."""
+    if version not in UPSTREAM_CHART_VERSIONS:
+        raise ValueError(f"chart {version} is not upstream's here ({', '.join(UPSTREAM_CHART_VERSIONS)} is)")
+    return os.path.join(upstream_module_dir(), "deployment", "helm", CHART_NAME)
 
 
 def upstream_chart(version):

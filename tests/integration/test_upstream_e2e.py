@@ -33,12 +33,11 @@ from upstream_e2e_exclusions import EXCLUDED, PORT_BUGS, RUN
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
-from chart_sources import chart_file, chart_sources  # noqa: E402
+from chart_sources import chart_file, chart_sources, upstream_module_dir  # noqa: E402
 from cluster_images import (PROJECT_E2E_DRIVER_IMAGE, UPSTREAM_TEST_IMAGE,  # noqa: E402
                             push_project_main, push_upstream_test_image)
 
 BUILD_SH = os.path.join(REPO, "tests", "cluster", "build.sh")
-TOOLS = os.path.join(REPO, "tests", "cluster", "tools", "dra-driver-cpu-v0.2.0")
 RESERVED = "0"
 CHART_CPU_REQUEST_MILLI = 100   # the 0.2.0 chart's resources.requests.cpu (values.yaml)
 
@@ -55,13 +54,6 @@ def build(what):
     r = subprocess.run([BUILD_SH, what], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout.split()
-
-
-def module_dir():
-    """The v0.2.0 module's directory (the suite's source), from the Go module cache."""
-    return subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubernetes-sigs/dra-driver-cpu"],
-                          cwd=TOOLS, env=dict(os.environ, GOFLAGS="-mod=mod"), stdout=subprocess.PIPE,
-                          text=True, check=True).stdout.strip()
 
 
 def available_cpus():
@@ -99,8 +91,9 @@ def e2e_node(request, cluster_factory):
 
 def default_image():
     """The 0.2.0 chart's default image (values.yaml), upstream's binary on every real node."""
-    image = chart_file(chart_sources()["0.2.0"], "values.yaml")["image"]
-    return f"{image['repository']}:{image.get('tag') or chart_file(chart_sources()['0.2.0'], 'Chart.yaml')['appVersion']}"
+    chart = chart_sources()["0.2.0"]
+    image = chart_file(chart, "values.yaml")["image"]
+    return f"{image['repository']}:{image.get('tag') or chart_file(chart, 'Chart.yaml')['appVersion']}"
 
 
 def install(c, image=""):
@@ -149,7 +142,7 @@ def test_every_exclusion_rests_on_facts_of_the_suite_and_this_machine(e2e_node):
     """Each excluded spec's facts hold (upstream_e2e_exclusions.py), so no exclusion hides a failure
     caused here; and the RUN and EXCLUDED lists together are exactly the suite's specs (its dry run)."""
     c, _ = e2e_node
-    src = module_dir()
+    src = upstream_module_dir()   # the suite's source
     core, _ = apis(c)
     alloc = core.read_node(NODE).status.allocatable["cpu"]
     alloc_milli = int(alloc[:-1]) if alloc.endswith("m") else int(alloc) * 1000
