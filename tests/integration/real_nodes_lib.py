@@ -78,11 +78,10 @@ UPSTREAM_VERSION_LINE = '"dracpu" goVersion="go'
 
 
 def runs_upstreams_binary(c):
-    """Whether the Ready driver pod on the real node runs upstream's own binary (its log's first lines).
-    Waits for the chart's rollout first: an install returns once every node's pool is complete, and
-    after an upgrade the old driver's pool still is while the new pod starts (rolled_out)."""
+    """Whether the Ready driver pod on the real node runs upstream's own binary (its log's first lines),
+    called right after an install: the install returned with the driver rolled out (assert_rolled_out)."""
     core, _ = apis(c)
-    rolled_out(c)
+    assert_rolled_out(c)
     pod = ready_driver_pod(c)
     assert pod is not None, "no Ready driver pod on " + NODE
     head = core.read_namespaced_pod_log(pod.metadata.name, DRIVER_NS, limit_bytes=4096)
@@ -93,22 +92,25 @@ def is_ready(obj):
     return any(x.type == "Ready" and x.status == "True" for x in obj.status.conditions or [])
 
 
-def rolled_out(c, timeout=120):
-    """Wait until the chart's DaemonSet has rolled out, as `kubectl rollout status` reads it
-    (kubectl's DaemonSetStatusViewer: observedGeneration caught up, every desired pod updated and
-    available) and as upstream's CI waits after its slices. helm's --wait accepts a one-node
-    DaemonSet before that (maxUnavailable 1), and the install's own wait counts pools, which keep the
-    old driver's shape and sizes until the new one publishes: a test that reads the new driver's pod,
-    log or behaviour right after an upgrade waits here."""
+def assert_rolled_out(c):
+    """What an install promises when it returns (plugins/module_utils/topology/rollout.py), read once,
+    no wait: the chart's DaemonSet rolled out as `kubectl rollout status` reads it (kubectl's
+    DaemonSetStatusViewer: observedGeneration caught up, every desired pod updated) and every driver
+    pod not being deleted Ready, one per desired node. helm's --wait alone accepts a one-node DaemonSet
+    whose new pod is still starting (maxUnavailable 1), and after a version-only upgrade the old
+    driver's pool keeps its shape and sizes: the install used to return there (a new machine's run)."""
     from kubernetes import client
     apps = client.AppsV1Api(c.api_client)
-
-    def done():
-        sets = apps.list_namespaced_daemon_set(DRIVER_NS, label_selector="app.kubernetes.io/name=dra-driver-cpu").items
-        return sets and all((d.status.observed_generation or 0) >= d.metadata.generation
-                            and (d.status.updated_number_scheduled or 0) >= d.status.desired_number_scheduled
-                            and (d.status.number_available or 0) >= d.status.desired_number_scheduled for d in sets)
-    wait("the driver's DaemonSet rolled out", done, timeout=timeout)
+    sets = apps.list_namespaced_daemon_set(DRIVER_NS, label_selector="app.kubernetes.io/name=dra-driver-cpu").items
+    assert sets, "no driver DaemonSet"
+    for d in sets:
+        assert ((d.status.observed_generation or 0) >= d.metadata.generation
+                and (d.status.updated_number_scheduled or 0) >= d.status.desired_number_scheduled), d.status
+    core, _ = apis(c)
+    pods = [p for p in core.list_namespaced_pod(DRIVER_NS, label_selector="app.kubernetes.io/name=dra-driver-cpu").items
+            if not p.metadata.deletion_timestamp]
+    assert len(pods) == sum(d.status.desired_number_scheduled for d in sets), [p.metadata.name for p in pods]
+    assert all(is_ready(p) for p in pods), [(p.metadata.name, p.spec.node_name, p.status.phase) for p in pods]
 
 
 def ready_driver_pod(c):

@@ -23,7 +23,7 @@ import os
 import pytest
 
 from ansible_run import run_playbook
-from real_nodes_lib import NODE, TAINT_KEY, apis, rolled_out, runs_upstreams_binary, assert_pinned_through_nri, cdi_specs_naming, node_dir, remove_claim_pod, start_claim_pod, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
+from real_nodes_lib import NODE, TAINT_KEY, apis, assert_rolled_out, runs_upstreams_binary, assert_pinned_through_nri, cdi_specs_naming, node_dir, remove_claim_pod, start_claim_pod, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
 
 pytestmark = skip_marks() + [
     pytest.mark.timeout(900),
@@ -243,7 +243,7 @@ def test_the_v02_driver_writes_no_metadata_and_verify_passes_as_kubevirt_would(m
 
         r = run_playbook(mixed, "install", extra_vars=dict(v02, dra_cpu_cpu_device_mode="individual"))
         assert r.rc == 0, r
-        rolled_out(mixed)   # the new mode's driver prepares verify's claim, not the grouped one going away
+        assert_rolled_out(mixed)   # the new mode's driver prepares verify's claim, not the grouped one going away
         with taint_simulated(mixed):
             refused = run_playbook(mixed, "verify", extra_vars=VERIFY_ON_REAL)
             assert refused.rc != 0, refused
@@ -259,7 +259,7 @@ def test_the_v02_driver_writes_no_metadata_and_verify_passes_as_kubevirt_would(m
 
         r = run_playbook(mixed, "install", extra_vars=dict(EVERY_NODE, dra_cpu_cpu_device_mode="individual"))
         assert r.rc == 0, r
-        rolled_out(mixed)
+        assert_rolled_out(mixed)
         # v0.2.0 -> main in the same mode: the pool keeps its shape and sizes (what the install waits
         # for), and main's resourceslice controller adds the standard attribute in place a moment after
         # its pod is Ready (syncPool keeps the generation), so until then the slices are v0.2.0's and

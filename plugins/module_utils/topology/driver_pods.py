@@ -5,14 +5,13 @@
 Owns: which DaemonSets a helm release created (helm's release annotations,
 else the ``app.kubernetes.io/instance`` label) and the label selectors of
 their pods (the DaemonSets' own ``spec.selector``, so ``nameOverride`` and
-``fullnameOverride`` do not matter); listing those pods; the node of a
+``fullnameOverride`` do not matter), and the DaemonSets themselves (rollout.py reads their
+rollout status); listing those pods; the node of a
 (possibly still pending) DaemonSet pod and the set of nodes that run a
 driver pod. Reads only through the given API object.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import RawApi
-from typing import Any
 
 __metaclass__ = type
 
@@ -97,16 +96,25 @@ def release_daemonsets(daemonsets: list[dict[str, Any]], release: str, namespace
     return sorted(owned, key=lambda d: _meta(d).get("name") or "")
 
 
-def release_pod_selectors(api: RawApi, namespace: str, release: str) -> list[str]:
-    """The pod selectors of the release's DaemonSets (one per DaemonSet; [] when it has none)."""
+def list_release_daemonsets(api: RawApi, namespace: str, release: str) -> list[dict[str, Any]]:
+    """The DaemonSets of ``release`` in ``namespace`` (one list), sorted by name."""
     path = "/apis/apps/v1/namespaces/%s/daemonsets" % quote(namespace, safe="")
-    items = api.get_json(path).get("items") or []
-    selectors = []
-    for ds in release_daemonsets(items, release, namespace):
+    return release_daemonsets(api.get_json(path).get("items") or [], release, namespace)
+
+
+def daemonset_selectors(daemonsets: list[dict[str, Any]]) -> list[str]:
+    """The pod selectors of ``daemonsets`` (one per DaemonSet, each once)."""
+    selectors: list[str] = []
+    for ds in daemonsets:
         text = label_selector((ds.get("spec") or {}).get("selector"))
         if text and text not in selectors:
             selectors.append(text)
     return selectors
+
+
+def release_pod_selectors(api: RawApi, namespace: str, release: str) -> list[str]:
+    """The pod selectors of the release's DaemonSets (one per DaemonSet; [] when it has none)."""
+    return daemonset_selectors(list_release_daemonsets(api, namespace, release))
 
 
 def list_driver_pods(api: RawApi, namespace: str, selectors: list[str]) -> list[dict[str, Any]]:

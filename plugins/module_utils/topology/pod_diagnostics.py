@@ -4,7 +4,8 @@
 
 Owns: the per-pod summary (phase, container states, restarts, last
 termination), the report of every pending node after a wait timed out, and
-the failure message built from it. Reads pods and logs through the given
+the failure message built from it; the same for the nodes whose driver pod
+did not turn Ready after their pools completed (rollout.py's wait). Reads pods and logs through the given
 API object and never raises on I/O errors (they go into the report). The
 wait itself is in waiter.py.
 """
@@ -21,6 +22,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
     pod_node,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import pod_ready
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -107,23 +109,40 @@ def pending_report(api: RawApi, result: dict[str, Any], namespace: str, pod_sele
             entry["pod_error"] = "no driver pod on this node (namespace %s, %s)" % (
                 namespace, describe_selectors(selectors))
         else:
-            pod = pods[0]
-            entry["pod"] = pod_state(pod)
-            if log_lines and entry["pod"]["phase"] != "Pending":
-                try:
-                    text = api.pod_log(namespace, entry["pod"]["name"], container=container, tail_lines=log_lines)
-                    entry["logs"] = text.splitlines()[-int(log_lines):]
-                except KubeRequestError as exc:
-                    entry["logs_error"] = exc.message
+            entry["pod"] = pod_state(pods[0])
+            _with_logs(api, entry, namespace, log_lines, container)
         entries.append(entry)
     return entries
 
 
-def timeout_message(driver: str, timeout: int, entries: list[dict[str, Any]],
-                    stats: dict[str, Any] | None = None) -> str:
-    """The failure message listing each pending node with its pod and logs."""
-    lines = ["timed out after %ss waiting for the ResourceSlices of driver %s on %d node(s):"
-             % (timeout, driver, len(entries))]
+def _with_logs(api: RawApi, entry: dict[str, Any], namespace: str, log_lines: int, container: str | None) -> None:
+    """Add the pod's last log lines to ``entry`` (not for a pod still Pending: it has none)."""
+    if log_lines and entry["pod"]["phase"] != "Pending":
+        try:
+            text = api.pod_log(namespace, entry["pod"]["name"], container=container, tail_lines=log_lines)
+            entry["logs"] = text.splitlines()[-int(log_lines):]
+        except KubeRequestError as exc:
+            entry["logs_error"] = exc.message
+
+
+def rollout_report(api: RawApi, serving: dict[str, Any], namespace: str, log_lines: int = 20,
+                   container: str | None = None) -> list[dict[str, Any]]:
+    """Per node whose driver pod does not serve after its pool completed (rollout.wait_serving's
+    ``nodes``): ``{node, state: "not serving", reason, pod, logs}``, the pod the one not Ready."""
+    entries = []
+    for node, reason in sorted(serving["nodes"].items()):
+        entry: dict[str, Any] = {"node": node, "state": "not serving", "reason": reason, "pod": None, "logs": []}
+        pods = [p for p in serving.get("pods") or [] if pod_node(p) == node and not _meta(p).get("deletionTimestamp")]
+        unready = [p for p in pods if not pod_ready(p)]
+        if unready:
+            entry["pod"] = pod_state(unready[0])
+            _with_logs(api, entry, namespace, log_lines, container)
+        entries.append(entry)
+    return entries
+
+
+def _entry_lines(entries: list[dict[str, Any]]) -> list[str]:
+    lines = []
     for entry in entries:
         line = "- %s: %s" % (entry["node"], entry["reason"])
         if entry.get("pod"):
@@ -136,4 +155,25 @@ def timeout_message(driver: str, timeout: int, entries: list[dict[str, Any]],
             lines.extend("    " + log for log in entry["logs"])
         elif entry.get("logs_error"):
             lines.append("  logs unavailable: %s" % entry["logs_error"])
+    return lines
+
+
+def timeout_message(driver: str, timeout: int, entries: list[dict[str, Any]],
+                    stats: dict[str, Any] | None = None) -> str:
+    """The failure message listing each pending node with its pod and logs."""
+    lines = ["timed out after %ss waiting for the ResourceSlices of driver %s on %d node(s):"
+             % (timeout, driver, len(entries))]
+    return "\n".join(lines + _entry_lines(entries))
+
+
+def rollout_message(driver: str, timeout: int, serving: dict[str, Any], entries: list[dict[str, Any]]) -> str:
+    """The failure message when every pool is complete but the driver has not rolled out: the
+    DaemonSets behind, each node whose driver pod does not serve (pod, logs), the last API error."""
+    lines = ["timed out after %ss waiting for driver %s to roll out: every pool is complete, but the "
+             "driver that published them may not be the one running (after an upgrade the old driver's pool "
+             "stays until the new one publishes)" % (timeout, driver)]
+    lines += ["- %s" % line for line in serving.get("daemonsets") or []]
+    lines += _entry_lines(entries)
+    if serving.get("last_error"):
+        lines.append("last API error: %s" % serving["last_error"])
     return "\n".join(lines)

@@ -3,7 +3,7 @@
 """One run of cpu_topology: targets, the wait, the topology, the sizing checks, the reports.
 
 Owns: the order of a run (resolve the driver's pods and their nodes, wait for or snapshot their
-pools, build the ``dra_cpu_topology`` fact, check it against the sizing rule) and what it returns to
+pools, then, targets taken from the pods, wait for the driver's rollout (rollout.py), build the ``dra_cpu_topology`` fact, check it against the sizing rule) and what it returns to
 the module: ``(result, failure message or None)``. The wait is waiter.py, the fact fact.py, the
 checks sizing.py, the table table.py, the timeout message pod_diagnostics.py and the
 report files reports.py; ``run_cpu_topology`` is the whole run of the module and of its action plugin (options checked,
@@ -37,7 +37,13 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
     list_driver_pods,
     resolve_pod_selectors,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import pending_report, timeout_message
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import (
+    pending_report,
+    rollout_message,
+    rollout_report,
+    timeout_message,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import wait_serving
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.reports import write_topology_reports
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
 
@@ -204,7 +210,18 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
             result["topology"] = topo.fact_of(detail)
             return result, message, detail
 
-    detail = _facts(api, waited, params)
+    down = None
+    if params["wait"] and not explicit and waited["targets"]:
+        # the pools are complete: is the driver that published them the one running now (rollout.py)?
+        down = not_ready_nodes(api, params, waited["targets"])
+        failure = _wait_rollout(api, params, selectors, [n for n in waited["targets"] if n not in down],
+                                waited, stats, clock, sleep, result)
+        if failure:
+            detail = _facts(api, waited, params, down)
+            result["topology"] = topo.fact_of(detail)
+            return result, failure, detail
+
+    detail = _facts(api, waited, params, down)
     result["ansible_facts"] = {"dra_cpu_topology": topo.fact_of(detail)}
     result["summary"] = render_table(detail)
     # the role's report: the table; not waited for (check mode) with nodes missing or no node at all:
@@ -229,6 +246,25 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
     return result, None, detail
 
 
+def _wait_rollout(api: RawApi, params: dict[str, Any], selectors: list[str], nodes: list[str],
+                  waited: dict[str, Any], stats: dict[str, Any], clock: Callable[[], float] | None,
+                  sleep: Callable[[float], None] | None, result: dict[str, Any]) -> str | None:
+    """Wait, within what is left of the timeout, until the release's DaemonSets have rolled out and
+    every Ready target node's driver pod is Ready (rollout.py). The failure message, or None; on
+    failure ``result["pending_nodes"]`` holds each such node's pod state and logs."""
+    now = clock or time.monotonic
+    left = float(params["timeout"]) - float(waited.get("elapsed") or 0.0)
+    release = "" if params.get("pod_selector") else (params.get("release_name") or "")
+    serving = wait_serving(api, params["namespace"], selectors, release, nodes, now() + left, now,
+                           sleep or time.sleep)
+    stats["rollout_passes"] = serving["passes"]
+    if serving["done"]:
+        return None
+    entries = rollout_report(api, serving, params["namespace"], log_lines=params["log_lines"])
+    result["pending_nodes"] = entries
+    return rollout_message(params["driver"], params["timeout"], serving, entries)
+
+
 def not_ready_nodes(api: RawApi, params: dict[str, Any], names: Iterable[str]) -> list[str]:
     """The nodes among ``names`` whose ``Ready`` condition is not ``True``: the role passes what its
     preflight read (``not_ready_nodes``); without it one list of the Nodes tells."""
@@ -241,12 +277,15 @@ def not_ready_nodes(api: RawApi, params: dict[str, Any], names: Iterable[str]) -
     return sorted(str(node_name(obj)) for obj in api.list_nodes() if node_name(obj) in wanted and not is_ready(obj))
 
 
-def _facts(api: RawApi, waited: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+def _facts(api: RawApi, waited: dict[str, Any], params: dict[str, Any],
+           down: list[str] | None = None) -> dict[str, Any]:
     """The detailed topology of the targets that completed: their node topologies were built by the waiter
-    as each pool completed, so only the cluster-wide part is left to do here."""
+    as each pool completed, so only the cluster-wide part is left to do here. ``down``: the not-Ready
+    targets when already read."""
     driver = params["driver"]
     if waited["targets"]:
-        down = not_ready_nodes(api, params, waited["node_facts"])
+        if down is None:
+            down = not_ready_nodes(api, params, waited["node_facts"])
         return topo.cluster_topology(waited["node_facts"], driver, down)
     nodes = topo.complete_node_topologies(waited["slices"], driver)
     return topo.cluster_topology(nodes, driver, not_ready_nodes(api, params, nodes))

@@ -120,8 +120,12 @@ def node(name, runtime="cri-o://1.36.1", cpus="12", taints=None, labels=None, re
     return obj
 
 
-def pod(name, node_name, phase="Running"):
-    return {"metadata": {"name": name}, "spec": {"nodeName": node_name}, "status": {"phase": phase}}
+def pod(name, node_name, phase="Running", ready=None):
+    """A driver pod as the kubelet reports it: ``Ready`` (its condition ``True``) when Running, unless
+    ``ready`` says otherwise."""
+    ready = phase == "Running" if ready is None else ready
+    return {"metadata": {"name": name}, "spec": {"nodeName": node_name},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
 class FakeCluster(object):

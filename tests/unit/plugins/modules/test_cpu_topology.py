@@ -47,7 +47,9 @@ def test_complete_at_list_time_sets_facts():
     assert result["wait_stats"]["lists"] == 1 and result["wait_stats"]["watches"] == 0
     assert cluster.calls[0] == (PODS, {"labelSelector": "app.kubernetes.io/name=dra-driver-cpu"})
     assert cluster.calls[1] == (SLICES, {"fieldSelector": "spec.driver=dra.cpu"})
-    assert len(cluster.calls) == 2
+    # the pool complete, one more look at the pods: the driver pod on node-a is Ready (rollout.py)
+    assert cluster.calls[2] == cluster.calls[0]
+    assert len(cluster.calls) == 3 and result["wait_stats"]["rollout_passes"] == 1
 
 
 def test_watch_completes_pool_one_list_one_watch():
@@ -59,8 +61,8 @@ def test_watch_completes_pool_one_list_one_watch():
     facts = result["ansible_facts"]["dra_cpu_topology"]
     assert facts["mode"] == "individual"
     assert facts["nodes"]["node01"]["cells"] == {"0": 78, "1": 80}
-    # without not_ready_nodes the Nodes are listed once, after the pool completed
-    assert cluster.paths() == [PODS, SLICES, SLICES, NODES]
+    # without not_ready_nodes the Nodes are listed once, after the pool completed, then the pods again
+    assert cluster.paths() == [PODS, SLICES, SLICES, NODES, PODS]
     assert cluster.calls[2][1]["watch"] == "true"
     assert cluster.calls[2][1]["resourceVersion"] == "100"
 

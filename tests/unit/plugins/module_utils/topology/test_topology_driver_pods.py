@@ -21,12 +21,14 @@ def daemonset(name, release, selector, helm=True, namespace=NS):
     meta = {"name": name, "labels": {"app.kubernetes.io/instance": release}}
     if helm:
         meta["annotations"] = {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace}
-    return {"metadata": meta, "spec": {"selector": {"matchLabels": selector}}}
+    meta["generation"] = 1
+    return {"metadata": meta, "spec": {"selector": {"matchLabels": selector}},
+            "status": {"observedGeneration": 1, "desiredNumberScheduled": 1, "updatedNumberScheduled": 1}}
 
 
 def labelled_pod(name, node, labels):
     return {"metadata": {"name": name, "uid": name, "labels": labels}, "spec": {"nodeName": node},
-            "status": {"phase": "Running"}}
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
 class SelectingCluster(FakeCluster):

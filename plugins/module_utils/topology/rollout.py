@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Whether the driver that published the pools is the one now running: the rollout after the pools.
+
+Owns: the rule, and the wait for it, that after every target's pool is complete
+- each DaemonSet of the release has rolled out: ``status.observedGeneration`` >= ``metadata.generation``
+  and ``updatedNumberScheduled`` >= ``desiredNumberScheduled`` (the first two conditions of
+  ``kubectl rollout status``, kubectl's DaemonSetStatusViewer; the controller counts a pod as updated
+  by its template hash or generation, IsPodUpdated in pkg/controller/daemon/util);
+- each Ready target node runs a driver pod, and every driver pod on it that is not being deleted is
+  ``Ready`` (kubectl's third condition, ``numberAvailable``, per node instead: a NotReady node's pod
+  cannot turn Ready, and the fact already counts that node in no figure).
+Why: helm's ``--wait`` accepts a DaemonSet with up to ``maxUnavailable`` pods not Ready, and after a
+version-only upgrade the old driver's pool keeps its shape, sizes and generation until the new driver
+publishes again, so a complete pool alone does not say that the new driver runs.
+
+The wait reads the DaemonSets (with a release) and the pods (one list per selector) once a second
+until the rule holds or the deadline passes. Who the targets are and the pools are run.py's and
+waiter.py's; the failure's per-node pod state and logs are pod_diagnostics.py's.
+"""
+
+from __future__ import absolute_import, annotations, division, print_function
+
+__metaclass__ = type
+
+from collections.abc import Callable
+from typing import Any
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
+    list_driver_pods,
+    list_release_daemonsets,
+    pod_node,
+)
+
+POLL_INTERVAL = 1.0
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    """The pod's ``Ready`` condition is ``True``."""
+    conditions = ((pod or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def daemonsets_behind(daemonsets: list[dict[str, Any]]) -> list[str]:
+    """One line per DaemonSet whose rollout is not done (kubectl's first two conditions)."""
+    lines = []
+    for ds in daemonsets:
+        name = _meta(ds).get("name")
+        status = ds.get("status") or {}
+        generation = _meta(ds).get("generation") or 0
+        observed = status.get("observedGeneration") or 0
+        if observed < generation:
+            lines.append("DaemonSet %s: generation %s not yet observed by its controller (observed %s)"
+                         % (name, generation, observed))
+            continue
+        desired = status.get("desiredNumberScheduled") or 0
+        updated = status.get("updatedNumberScheduled") or 0
+        if updated < desired:
+            lines.append("DaemonSet %s: %d of %d pods run its current template (the rollout is in progress)"
+                         % (name, updated, desired))
+    return lines
+
+
+def nodes_not_serving(pods: list[dict[str, Any]], nodes: list[str]) -> dict[str, str]:
+    """Per node of ``nodes`` whose driver pod does not serve: why (no pod, or which pod is not Ready)."""
+    live: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        if _meta(pod).get("deletionTimestamp") or ((pod.get("status") or {}).get("phase")) in ("Succeeded", "Failed"):
+            continue
+        node = pod_node(pod)
+        if node:
+            live.setdefault(node, []).append(pod)
+    out = {}
+    for node in nodes:
+        on = live.get(node)
+        if not on:
+            out[node] = "its pool is published but no driver pod runs on it"
+            continue
+        unready = sorted(str(_meta(p).get("name")) for p in on if not pod_ready(p))
+        if unready:
+            out[node] = "its pool is published but driver pod %s is not Ready" % ", ".join(unready)
+    return out
+
+
+def wait_serving(api: RawApi, namespace: str, selectors: list[str], release: str, nodes: list[str],
+                 deadline: float, clock: Callable[[], float], sleep: Callable[[float], None],
+                 interval: float = POLL_INTERVAL) -> dict[str, Any]:
+    """Until the rule holds or ``deadline`` (``clock`` time). Returns ``{done, daemonsets: [lines],
+    nodes: {node: reason}, pods: [the last pods read], passes, last_error}``.
+    ``release`` empty: the DaemonSets are not read (the pods came from ``pod_selector``).
+    Raises KubeRequestError on errors other than connection errors and 5xx."""
+    out: dict[str, Any] = {"done": False, "daemonsets": [], "nodes": {}, "pods": [], "passes": 0, "last_error": None}
+    while True:
+        out["passes"] += 1
+        try:
+            out["daemonsets"] = daemonsets_behind(list_release_daemonsets(api, namespace, release)) if release else []
+            out["pods"] = list_driver_pods(api, namespace, selectors)
+            out["nodes"] = nodes_not_serving(out["pods"], nodes)
+        except KubeRequestError as exc:
+            if not exc.connection_error and not (exc.status and exc.status >= 500):
+                raise
+            out["last_error"] = exc.message
+        else:
+            out["last_error"] = None
+            if not out["daemonsets"] and not out["nodes"]:
+                out["done"] = True
+                return out
+        if clock() + interval > deadline:
+            return out
+        sleep(interval)

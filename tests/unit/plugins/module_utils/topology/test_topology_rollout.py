@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: Apache-2.0
+"""topology/rollout.py: after the pools, the driver's rollout. Upstream behaviour mirrored:
+kubectl's DaemonSetStatusViewer (rollout status: observedGeneration >= generation, then
+updatedNumberScheduled and numberAvailable >= desiredNumberScheduled), helm's daemonSetReady (--wait
+accepts up to maxUnavailable pods not Ready: a one-node DaemonSet as soon as its new pod is
+scheduled), and the ResourceSlice controller of k8s.io/dynamic-resource-allocation (after a
+version-only upgrade the old driver's pool stays complete, same generation, until the new driver
+publishes). The run-level cases replay the upgrade that test_real_driver saw on a real kubelet: the
+old pod going, the new one ContainerCreating, the old pool complete."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import rollout
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import (
+    Clock,
+    FakeCluster,
+    HTTPError,
+    pod,
+)
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.test_cpu_topology import PODS, SLICES, listing
+
+DAEMONSETS = "/apis/apps/v1/namespaces/dra-driver-cpu/daemonsets"
+CREATING = {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{"name": "dracpu", "ready": False, "restartCount": 0,
+                                   "state": {"waiting": {"reason": "ContainerCreating"}}}]}
+
+
+def creating(name, node):
+    obj = pod(name, node)
+    obj["status"] = dict(CREATING)
+    return obj
+
+
+def going(name, node):
+    obj = pod(name, node)
+    obj["metadata"]["deletionTimestamp"] = "2026-12-06T16:27:00Z"
+    return obj
+
+
+def daemonset(generation=2, observed=2, desired=1, updated=1):
+    return {"metadata": {"name": "dra-driver-cpu", "generation": generation,
+                         "annotations": {"meta.helm.sh/release-name": "dra-driver-cpu",
+                                         "meta.helm.sh/release-namespace": "dra-driver-cpu"}},
+            "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "dra-driver-cpu"}}},
+            "status": {"observedGeneration": observed, "desiredNumberScheduled": desired,
+                       "updatedNumberScheduled": updated}}
+
+
+def test_daemonsets_behind_reads_kubectls_first_two_conditions():
+    assert rollout.daemonsets_behind([daemonset()]) == []
+    assert rollout.daemonsets_behind([daemonset(generation=3)]) == [
+        "DaemonSet dra-driver-cpu: generation 3 not yet observed by its controller (observed 2)"]
+    assert rollout.daemonsets_behind([daemonset(desired=5, updated=3)]) == [
+        "DaemonSet dra-driver-cpu: 3 of 5 pods run its current template (the rollout is in progress)"]
+
+
+def test_a_node_serves_with_a_ready_pod_beside_its_old_one_going():
+    pods = [going("old", "n1"), pod("new", "n1"), creating("c", "n2"), pod("done", "n3", phase="Failed")]
+    assert rollout.nodes_not_serving(pods, ["n1", "n2", "n3"]) == {
+        "n2": "its pool is published but driver pod c is not Ready",
+        "n3": "its pool is published but no driver pod runs on it"}
+    assert rollout.nodes_not_serving([going("old", "n1")], ["n1"]) == {
+        "n1": "its pool is published but no driver pod runs on it"}
+
+
+class Rollout(FakeCluster):
+    """The pods (and the DaemonSets) by the clock: ``phases`` is a list of (from time, pods[, daemonset])."""
+
+    def __init__(self, clock, phases, routes=None):
+        FakeCluster.__init__(self, routes)
+        self.clock, self.phases = clock, phases
+
+    def request(self, method, path, **params):
+        current = [p for p in self.phases if p[0] <= self.clock.now][-1]
+        self.routes[PODS] = {"items": current[1]}
+        if len(current) > 2:
+            self.routes[DAEMONSETS] = {"items": [current[2]]}
+        return FakeCluster.request(self, method, path, **params)
+
+
+def test_wait_serving_waits_for_the_new_pod_then_stops():
+    clock = Clock()
+    cluster = Rollout(clock, [(0, [going("old", "n1"), creating("new", "n1")], daemonset()),
+                              (2, [pod("new", "n1")], daemonset())])
+    got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["app.kubernetes.io/name=dra-driver-cpu"],
+                               "dra-driver-cpu", ["n1"], 30.0, clock, clock.sleep)
+    assert got["done"] is True and got["passes"] == 3 and clock.now == 2.0
+    assert cluster.paths() == [DAEMONSETS, PODS] * 3
+
+
+def test_wait_serving_without_a_release_reads_no_daemonset_and_stops_at_the_deadline():
+    clock = Clock()
+    cluster = Rollout(clock, [(0, [creating("new", "n1")])])
+    got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["a=b"], "", ["n1"], 5.0, clock, clock.sleep)
+    assert got["done"] is False and got["nodes"] == {"n1": "its pool is published but driver pod new is not Ready"}
+    # once a second, the last look at the deadline itself: t = 0, 1, ..., 5
+    assert set(cluster.paths()) == {PODS} and got["passes"] == 6 and clock.now == 5.0
+
+
+def test_wait_serving_retries_a_lost_connection_and_raises_on_forbidden():
+    clock = Clock()
+
+    class Flaky(FakeCluster):
+        def request(self, method, path, **params):
+            if clock.now < 1:
+                raise HTTPError(503, "unavailable")
+            return FakeCluster.request(self, method, path, **params)
+
+    got = rollout.wait_serving(RawApi(Flaky({PODS: {"items": [pod("p", "n1")]}})), "dra-driver-cpu", ["a=b"], "",
+                               ["n1"], 10.0, clock, clock.sleep)
+    assert got["done"] is True and got["passes"] == 2 and got["last_error"] is None
+    denied = FakeCluster({PODS: HTTPError(403, "forbidden")})
+    with pytest.raises(KubeRequestError):
+        rollout.wait_serving(RawApi(denied), "dra-driver-cpu", ["a=b"], "", ["n1"], 10.0, clock, clock.sleep)
+
+
+def params(**extra):
+    out = dict((k, v.get("default")) for k, v in cpu_topology.argument_spec().items())
+    out.update(release_name="dra-driver-cpu", not_ready_nodes=[])
+    out.update(extra)
+    return out
+
+
+def pool(node):
+    slices = load_slices("reference_grouped_numanode.yaml")
+    assert slices[0]["spec"]["nodeName"] == node
+    return listing(slices)
+
+
+def test_the_upgrade_race_the_install_now_waits_out():
+    """The old pool complete at once; the new pod ContainerCreating while the old one goes, Ready at 3 s."""
+    clock = Clock()
+    cluster = Rollout(clock, [(0, [going("old", "node-a"), creating("new", "node-a")], daemonset()),
+                              (3, [pod("new", "node-a")], daemonset())], {SLICES: pool("node-a")})
+    result, message = topology_run.run(RawApi(cluster), params(timeout=60), [], clock=clock, sleep=clock.sleep)
+    assert message is None, message
+    assert result["ansible_facts"]["dra_cpu_topology"]["nodes"]["node-a"]["allocatable_cpus"] == 10
+    assert result["wait_stats"]["rollout_passes"] == 4 and clock.now == 3.0
+
+
+def test_a_new_pod_that_never_turns_ready_fails_naming_node_pod_and_rollout():
+    clock = Clock()
+    cluster = Rollout(clock, [(0, [creating("new", "node-a")], daemonset(desired=2, updated=1))],
+                      {SLICES: pool("node-a")})
+    result, message = topology_run.run(RawApi(cluster), params(timeout=20), [], clock=clock, sleep=clock.sleep)
+    assert message.splitlines() == [
+        "timed out after 20s waiting for driver dra.cpu to roll out: every pool is complete, but the driver that "
+        "published them may not be the one running (after an upgrade the old driver's pool stays until the new "
+        "one publishes)",
+        "- DaemonSet dra-driver-cpu: 1 of 2 pods run its current template (the rollout is in progress)",
+        "- node-a: its pool is published but driver pod new is not Ready; pod new Pending; container dracpu "
+        "waiting ContainerCreating"]
+    assert [(e["node"], e["state"]) for e in result["pending_nodes"]] == [("node-a", "not serving")]
+    # the topology is returned for the record, not set as a fact
+    assert "ansible_facts" not in result and result["topology"]["nodes"]["node-a"]["allocatable_cpus"] == 10
+    assert clock.now <= 20.0
+
+
+def test_a_not_ready_nodes_pod_is_not_waited_for():
+    clock = Clock()
+    cluster = Rollout(clock, [(0, [creating("p", "node-a")], daemonset())], {SLICES: pool("node-a")})
+    result, message = topology_run.run(RawApi(cluster), params(timeout=20, not_ready_nodes=["node-a"]), [],
+                                       clock=clock, sleep=clock.sleep)
+    assert message is None and result["wait_stats"]["rollout_passes"] == 1 and clock.now == 0.0
+
+
+def test_named_nodes_and_check_mode_do_not_look_at_the_pods():
+    for extra in ({"nodes": ["node-a"]}, {"wait": False}):
+        clock = Clock()
+        cluster = Rollout(clock, [(0, [creating("p", "node-a")], daemonset())], {SLICES: pool("node-a")})
+        result, message = topology_run.run(RawApi(cluster), params(**extra), [], clock=clock, sleep=clock.sleep)
+        assert message is None and "rollout_passes" not in result["wait_stats"], extra
