@@ -73,10 +73,18 @@ options:
     description:
       - Wait until every target node has a complete pool. With V(false), read the slices once and report what
         is complete; nodes not complete are listed in RV(pending_nodes) and do not fail the task.
+      - Without O(nodes) (targets from the driver's pods), then wait, within the same O(timeout), for the
+        driver's rollout, as C(kubectl rollout status) reads a DaemonSet but per node: each DaemonSet of
+        O(release_name) has its generation observed and every desired pod of its current template, and the
+        driver pod on every target node whose C(Ready) condition is C(True) is C(Ready). helm's C(--wait)
+        accepts a DaemonSet with C(maxUnavailable) pods still starting, and after an upgrade that changes only
+        the driver's version the old driver's pool stays complete until the new driver publishes. The pods are
+        read only when the DaemonSets do not already say that every desired pod is available. With
+        O(nodes) only the pools are waited for.
     type: bool
     default: true
   timeout:
-    description: Seconds to wait.
+    description: Seconds to wait, for the pools and the rollout together.
     type: int
     default: 300
   expected_cells_per_node:
@@ -323,7 +331,8 @@ topology:
   type: dict
 pending_nodes:
   description:
-    - Nodes still missing or incomplete, each with C(node), C(state) (V(missing) or V(incomplete)), C(reason),
+    - Nodes still missing or incomplete, each with C(node), C(state) (V(missing) or V(incomplete); V(not serving)
+      when the pool is complete but the node's driver pod did not turn C(Ready) in time), C(reason),
       C(pod) (phase, reason, containers) and C(logs). Empty on success with O(wait).
   returned: always
   type: list
@@ -335,7 +344,8 @@ sizing_problems:
   elements: dict
 wait_stats:
   description: API requests made by the wait (C(lists), C(watches), C(relists), C(reconnects), C(node_checks),
-    C(events)) and C(elapsed) seconds.
+    C(events)) and C(elapsed) seconds of the pools' wait; C(rollout_passes), the looks at the DaemonSets and
+    pods after it (one a second; absent when the rollout is not waited for).
   returned: always
   type: dict
 """

@@ -8,14 +8,15 @@ Owns: the rule, and the wait for it, that after every target's pool is complete
   ``kubectl rollout status``, kubectl's DaemonSetStatusViewer; the controller counts a pod as updated
   by its template hash or generation, IsPodUpdated in pkg/controller/daemon/util);
 - each Ready target node runs a driver pod, and every driver pod on it that is not being deleted is
-  ``Ready`` (kubectl's third condition, ``numberAvailable``, per node instead: a NotReady node's pod
-  cannot turn Ready, and the fact already counts that node in no figure).
+  ``Ready``: kubectl's third condition, ``numberAvailable`` >= ``desiredNumberScheduled``, per node
+  instead (a NotReady node's pod cannot turn Ready, and the fact already counts that node in no
+  figure). When the DaemonSets meet all three conditions, the pods are not read.
 Why: helm's ``--wait`` accepts a DaemonSet with up to ``maxUnavailable`` pods not Ready, and after a
 version-only upgrade the old driver's pool keeps its shape, sizes and generation until the new driver
 publishes again, so a complete pool alone does not say that the new driver runs.
 
-The wait reads the DaemonSets (with a release) and the pods (one list per selector) once a second
-until the rule holds or the deadline passes. Who the targets are and the pools are run.py's and
+The wait reads the DaemonSets (with a release) and, unless they say the rollout is done, the pods
+(one list per selector) once a second until the rule holds or the deadline passes. Who the targets are and the pools are run.py's and
 waiter.py's; the failure's per-node pod state and logs are pod_diagnostics.py's.
 """
 
@@ -66,6 +67,14 @@ def daemonsets_behind(daemonsets: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def daemonsets_available(daemonsets: list[dict[str, Any]]) -> bool:
+    """Every DaemonSet has every desired pod available (kubectl's third condition, numberAvailable):
+    with the first two, the rollout is done and no pod needs to be read."""
+    return bool(daemonsets) and all(
+        ((ds.get("status") or {}).get("numberAvailable") or 0) >= ((ds.get("status") or {}).get("desiredNumberScheduled") or 0)
+        for ds in daemonsets)
+
+
 def nodes_not_serving(pods: list[dict[str, Any]], nodes: list[str]) -> dict[str, str]:
     """Per node of ``nodes`` whose driver pod does not serve: why (no pod, or which pod is not Ready)."""
     live: dict[str, list[dict[str, Any]]] = {}
@@ -98,9 +107,13 @@ def wait_serving(api: RawApi, namespace: str, selectors: list[str], release: str
     while True:
         out["passes"] += 1
         try:
-            out["daemonsets"] = daemonsets_behind(list_release_daemonsets(api, namespace, release)) if release else []
-            out["pods"] = list_driver_pods(api, namespace, selectors)
-            out["nodes"] = nodes_not_serving(out["pods"], nodes)
+            daemonsets = list_release_daemonsets(api, namespace, release) if release else []
+            out["daemonsets"] = daemonsets_behind(daemonsets)
+            if out["daemonsets"] or not daemonsets_available(daemonsets):
+                out["pods"] = list_driver_pods(api, namespace, selectors)
+                out["nodes"] = nodes_not_serving(out["pods"], nodes)
+            else:  # kubectl's rollout status says done: no pod to read (at 1,000 nodes a list of 1,000)
+                out["pods"], out["nodes"] = [], {}
         except KubeRequestError as exc:
             if not exc.connection_error and not (exc.status and exc.status >= 500):
                 raise

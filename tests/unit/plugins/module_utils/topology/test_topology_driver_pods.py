@@ -23,7 +23,8 @@ def daemonset(name, release, selector, helm=True, namespace=NS):
         meta["annotations"] = {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace}
     meta["generation"] = 1
     return {"metadata": meta, "spec": {"selector": {"matchLabels": selector}},
-            "status": {"observedGeneration": 1, "desiredNumberScheduled": 1, "updatedNumberScheduled": 1}}
+            "status": {"observedGeneration": 1, "desiredNumberScheduled": 1, "updatedNumberScheduled": 1,
+                       "numberAvailable": 1}}
 
 
 def labelled_pod(name, node, labels):

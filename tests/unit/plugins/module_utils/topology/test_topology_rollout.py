@@ -44,13 +44,13 @@ def going(name, node):
     return obj
 
 
-def daemonset(generation=2, observed=2, desired=1, updated=1):
+def daemonset(generation=2, observed=2, desired=1, updated=1, available=0):
     return {"metadata": {"name": "dra-driver-cpu", "generation": generation,
                          "annotations": {"meta.helm.sh/release-name": "dra-driver-cpu",
                                          "meta.helm.sh/release-namespace": "dra-driver-cpu"}},
             "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "dra-driver-cpu"}}},
             "status": {"observedGeneration": observed, "desiredNumberScheduled": desired,
-                       "updatedNumberScheduled": updated}}
+                       "updatedNumberScheduled": updated, "numberAvailable": available}}
 
 
 def test_daemonsets_behind_reads_kubectls_first_two_conditions():
@@ -87,12 +87,29 @@ class Rollout(FakeCluster):
 
 def test_wait_serving_waits_for_the_new_pod_then_stops():
     clock = Clock()
+    # the DaemonSet's status lags the pod by a second: the pods say when it is done
     cluster = Rollout(clock, [(0, [going("old", "n1"), creating("new", "n1")], daemonset()),
-                              (2, [pod("new", "n1")], daemonset())])
+                              (2, [pod("new", "n1")], daemonset()),
+                              (3, [pod("new", "n1")], daemonset(available=1))])
     got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["app.kubernetes.io/name=dra-driver-cpu"],
                                "dra-driver-cpu", ["n1"], 30.0, clock, clock.sleep)
     assert got["done"] is True and got["passes"] == 3 and clock.now == 2.0
     assert cluster.paths() == [DAEMONSETS, PODS] * 3
+
+
+def test_a_daemonset_rolled_out_as_kubectl_reads_it_needs_no_pod_list():
+    """At 1,000 nodes the pods are a list of 1,000: when every desired pod is updated and available
+    (kubectl rollout status: done) one list of the release's DaemonSets is the whole look."""
+    clock = Clock()
+    cluster = Rollout(clock, [(0, [], daemonset(desired=1000, updated=1000, available=1000))])
+    got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["a=b"], "dra-driver-cpu", ["n1"], 30.0,
+                               clock, clock.sleep)
+    assert got["done"] is True and cluster.paths() == [DAEMONSETS]
+    # one of them not available: the pods are read, and the node without one is named
+    cluster = Rollout(clock, [(0, [], daemonset(desired=1000, updated=1000, available=999))])
+    got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["a=b"], "dra-driver-cpu", ["n1"], 1.0,
+                               clock, clock.sleep)
+    assert got["done"] is False and got["nodes"] == {"n1": "its pool is published but no driver pod runs on it"}
 
 
 def test_wait_serving_without_a_release_reads_no_daemonset_and_stops_at_the_deadline():
@@ -138,7 +155,7 @@ def test_the_upgrade_race_the_install_now_waits_out():
     """The old pool complete at once; the new pod ContainerCreating while the old one goes, Ready at 3 s."""
     clock = Clock()
     cluster = Rollout(clock, [(0, [going("old", "node-a"), creating("new", "node-a")], daemonset()),
-                              (3, [pod("new", "node-a")], daemonset())], {SLICES: pool("node-a")})
+                              (3, [pod("new", "node-a")], daemonset(available=1))], {SLICES: pool("node-a")})
     result, message = topology_run.run(RawApi(cluster), params(timeout=60), [], clock=clock, sleep=clock.sleep)
     assert message is None, message
     assert result["ansible_facts"]["dra_cpu_topology"]["nodes"]["node-a"]["allocatable_cpus"] == 10
