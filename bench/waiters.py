@@ -148,7 +148,10 @@ def module_args(wid, kubeconfig, nodes, timeout):
     if wid == "module":
         margs["nodes"] = list(nodes)
     elif wid == "module_pods":
+        # the role's arguments: the pods of the release's DaemonSets (their rollout is read after the
+        # pools, in one list of the DaemonSets when it is done)
         margs["namespace"] = "dra-driver-cpu"
+        margs["release_name"] = "dra-driver-cpu"
     else:
         raise ValueError(wid)
     return margs

@@ -30,7 +30,8 @@ def test_the_profiled_module_gets_the_measured_waiters_arguments(tmp_path, monke
                         "not_ready_nodes": [], "nodes": ["node-0001", "node-0002"]}
 
 
-def test_the_pods_waiter_finds_its_targets_from_the_driver_namespace():
+def test_the_pods_waiter_finds_its_targets_as_the_role_does():
+    """roles/dra_cpu/tasks/topology.yml: the release's DaemonSets give the pods (and their rollout)."""
     args = waiters.module_args("module_pods", "/k/c", ["n1"], 30)
     assert args == {"kubeconfig": "/k/c", "timeout": 30, "wait": True, "not_ready_nodes": [],
-                    "namespace": "dra-driver-cpu"}
+                    "namespace": "dra-driver-cpu", "release_name": "dra-driver-cpu"}
