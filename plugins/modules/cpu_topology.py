@@ -74,7 +74,7 @@ options:
       - Wait until every target node has a complete pool. With V(false), read the slices once and report what
         is complete; nodes not complete are listed in RV(pending_nodes) and do not fail the task.
       - Without O(nodes) (targets from the driver's pods), then wait, within the same O(timeout), for the
-        driver's rollout, as C(kubectl rollout status) reads a DaemonSet but per node: each DaemonSet of
+        driver's rollout, as C(kubectl rollout status) reads a DaemonSet but per node. Each DaemonSet of
         O(release_name) has its generation observed and every desired pod of its current template, and the
         driver pod on every target node whose C(Ready) condition is C(True) is C(Ready). helm's C(--wait)
         accepts a DaemonSet with C(maxUnavailable) pods still starting, and after an upgrade that changes only
