@@ -3,11 +3,12 @@
 """One run of cpu_topology: targets, the wait, the topology, the sizing checks, the reports.
 
 Owns: the order of a run (resolve the driver's pods and their nodes, wait for or snapshot their
-pools, then, targets taken from the pods, wait for the driver's rollout (rollout.py), build the ``dra_cpu_topology`` fact, check it against the sizing rule) and what it returns to
-the module: ``(result, failure message or None)``. The wait is waiter.py, the fact fact.py, the
-checks sizing.py, the table table.py, the timeout message pod_diagnostics.py and the
-report files reports.py; ``run_cpu_topology`` is the whole run of the module and of its action plugin (options checked,
-client built, ``run``, the result with ``failed``; k8s/runner.py runs it in either place);
+pools, then, targets taken from the pods, wait for the driver's rollout, build the
+``dra_cpu_topology`` fact, check it against the sizing rule) and what it returns to the module:
+``(result, failure message or None)``. The wait is waiter.py, the rollout rollout.py, the fact
+fact.py, the checks sizing.py, the table table.py, the timeout messages pod_diagnostics.py and the
+report files reports.py; ``run_cpu_topology`` is the whole run of the module and of its action
+plugin (options checked, client built, ``run``, the result with ``failed``; k8s/runner.py runs it in either place);
 ``argument_spec`` the module's options. The module (plugins/modules/cpu_topology.py) holds the
 documentation and the exit.
 """
