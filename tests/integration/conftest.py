@@ -48,7 +48,7 @@ SESSION_NODES = {"CLUSTER_NODES": "0", "CLUSTER_REAL_NODES": "1"}
 # and upstream's e2e suite (late_build("upstream"), test_upstream_e2e.py, on real nodes too, about
 # 160 s). The suite moved to the other lane when the real-node lane decided the cached `make test`
 # (ae07e63: 2,082 s of the 35-min budget, the other lane 1,851 s) and back when the other lane did
-# (fd27efb's run: 2,170 s against 1,933 s, once the install waited for the real driver pod's
+# (46d1063's run: 2,170 s against 1,933 s, once the install waited for the real driver pod's
 # readiness probe); the two lanes run clusters with real nodes side by side
 REAL_NODE_BUILDS = ("real-node", "cri-o", "upstream")
 
