@@ -148,7 +148,8 @@ def ready_condition(node_obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def is_ready(node_obj: dict[str, Any]) -> bool:
-    """True when the node's ``Ready`` condition is ``True`` (its kubelet reports and is healthy)."""
+    """True when the node's ``Ready`` condition is ``True`` (its kubelet reports and is healthy); the
+    same for a pod (the topology stage's rollout: its containers are ready)."""
     return str(ready_condition(node_obj).get("status")) == "True"
 
 

@@ -47,19 +47,22 @@ def pod_node(pod: dict[str, Any]) -> str | None:
     return None
 
 
-def driver_nodes(pods: list[dict[str, Any]]) -> list[str]:
-    """Sorted node names that run (or are about to run) a driver pod."""
-    nodes = set()
+def live_pods_by_node(pods: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per node, its driver pods that run or are about to (neither finished nor being deleted)."""
+    live: dict[str, list[dict[str, Any]]] = {}
     for pod in pods or []:
         phase = ((pod.get("status") or {}).get("phase"))
-        if phase in ("Succeeded", "Failed"):
-            continue
-        if _meta(pod).get("deletionTimestamp"):
+        if phase in ("Succeeded", "Failed") or _meta(pod).get("deletionTimestamp"):
             continue
         node = pod_node(pod)
         if node:
-            nodes.add(node)
-    return sorted(nodes)
+            live.setdefault(node, []).append(pod)
+    return live
+
+
+def driver_nodes(pods: list[dict[str, Any]]) -> list[str]:
+    """Sorted node names that run (or are about to run) a driver pod."""
+    return sorted(live_pods_by_node(pods))
 
 
 def release_owns(obj: dict[str, Any], release: str, namespace: str) -> bool:

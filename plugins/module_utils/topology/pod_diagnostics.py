@@ -19,10 +19,11 @@ from typing import Any
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     describe_selectors,
     list_driver_pods,
+    live_pods_by_node,
     pod_node,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import pod_ready
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -130,10 +131,10 @@ def rollout_report(api: RawApi, serving: dict[str, Any], namespace: str, log_lin
     """Per node whose driver pod does not serve after its pool completed (rollout.wait_serving's
     ``nodes``): ``{node, state: "not serving", reason, pod, logs}``, the pod the one not Ready."""
     entries = []
+    live = live_pods_by_node(serving.get("pods") or [])
     for node, reason in sorted(serving["nodes"].items()):
         entry: dict[str, Any] = {"node": node, "state": "not serving", "reason": reason, "pod": None, "logs": []}
-        pods = [p for p in serving.get("pods") or [] if pod_node(p) == node and not _meta(p).get("deletionTimestamp")]
-        unready = [p for p in pods if not pod_ready(p)]
+        unready = [p for p in live.get(node) or [] if not is_ready(p)]
         if unready:
             entry["pod"] = pod_state(unready[0])
             _with_logs(api, entry, namespace, log_lines, container)

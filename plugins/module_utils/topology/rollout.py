@@ -16,8 +16,9 @@ version-only upgrade the old driver's pool keeps its shape, sizes and generation
 publishes again, so a complete pool alone does not say that the new driver runs.
 
 The wait reads the DaemonSets (with a release) and, unless they say the rollout is done, the pods
-(one list per selector) once a second until the rule holds or the deadline passes. Who the targets are and the pools are run.py's and
-waiter.py's; the failure's per-node pod state and logs are pod_diagnostics.py's.
+(one list per selector) once a second until the rule holds or the deadline passes. Who the targets
+are and the pools are run.py's and waiter.py's; the failure's per-node pod state and logs are
+pod_diagnostics.py's.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -28,10 +29,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     list_driver_pods,
     list_release_daemonsets,
-    pod_node,
+    live_pods_by_node,
 )
 
 POLL_INTERVAL = 1.0
@@ -39,12 +41,6 @@ POLL_INTERVAL = 1.0
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return (obj or {}).get("metadata") or {}
-
-
-def pod_ready(pod: dict[str, Any]) -> bool:
-    """The pod's ``Ready`` condition is ``True``."""
-    conditions = ((pod or {}).get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def daemonsets_behind(daemonsets: list[dict[str, Any]]) -> list[str]:
@@ -77,20 +73,14 @@ def daemonsets_available(daemonsets: list[dict[str, Any]]) -> bool:
 
 def nodes_not_serving(pods: list[dict[str, Any]], nodes: list[str]) -> dict[str, str]:
     """Per node of ``nodes`` whose driver pod does not serve: why (no pod, or which pod is not Ready)."""
-    live: dict[str, list[dict[str, Any]]] = {}
-    for pod in pods:
-        if _meta(pod).get("deletionTimestamp") or ((pod.get("status") or {}).get("phase")) in ("Succeeded", "Failed"):
-            continue
-        node = pod_node(pod)
-        if node:
-            live.setdefault(node, []).append(pod)
+    live = live_pods_by_node(pods)
     out = {}
     for node in nodes:
         on = live.get(node)
         if not on:
             out[node] = "its pool is published but no driver pod runs on it"
             continue
-        unready = sorted(str(_meta(p).get("name")) for p in on if not pod_ready(p))
+        unready = sorted(str(_meta(p).get("name")) for p in on if not is_ready(p))
         if unready:
             out[node] = "its pool is published but driver pod %s is not Ready" % ", ".join(unready)
     return out
