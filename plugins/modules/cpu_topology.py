@@ -76,7 +76,11 @@ options:
       - Without O(nodes) (targets from the driver's pods), then wait, within the same O(timeout), for the
         driver's rollout, as C(kubectl rollout status) reads a DaemonSet but per node. Each DaemonSet of
         O(release_name) has its generation observed and every desired pod of its current template, and the
-        driver pod on every target node whose C(Ready) condition is C(True) is C(Ready). helm's C(--wait)
+        driver pod on every target node whose C(Ready) condition is C(True) is C(Ready), or has written that
+        node's pool itself. It wrote it when it is the only driver pod on the node, running, never restarted,
+        and the pool was created or last written in a later second than the pod was made. Upstream's driver
+        answers its readiness probe once it has started, and it publishes only after it has started, so such
+        a pool says what the probe will say 5 to 15 s later. helm's C(--wait)
         accepts a DaemonSet with C(maxUnavailable) pods still starting, and after an upgrade that changes only
         the driver's version the old driver's pool stays complete until the new driver publishes. The pods are
         read only when the DaemonSets do not already say that every desired pod is available. With

@@ -22,7 +22,7 @@ import json
 import pytest
 
 from ansible_run import run_playbook
-from real_nodes_lib import TAINT_KEY, UPSTREAM_VERSION_LINE, assert_rolled_out, wait
+from real_nodes_lib import TAINT_KEY, UPSTREAM_VERSION_LINE, assert_rolled_out, is_ready, wait
 
 pytestmark = pytest.mark.timeout(1200)
 # the 'topologies' and 'gate-off' clusters have real nodes: they run after the real-node build and,
@@ -148,7 +148,7 @@ def test_upstreams_own_v020_runs_on_every_node_and_reads_each_topology(topology_
     assert got == {"real01": sizing_rule(12, 2, reserved), "real02": sizing_rule(16, 4, reserved),
                    "real03": sizing_rule(12, 1, reserved), "real04": sizing_rule(12, 2, reserved),
                    "real05": sizing_rule(12, 2, reserved)}
-    # the install returned with every new pod Ready: after main (the module's earlier tests) the pools
+    # the install returned with every new pod serving: after main (the module's earlier tests) the pools
     # were complete before upstream's pods started, and a CI run read a pod still ContainerCreating here
     assert_rolled_out(topology_cluster)
     from kubernetes import client
@@ -162,7 +162,11 @@ def test_upstreams_own_v020_runs_on_every_node_and_reads_each_topology(topology_
         assert UPSTREAM_VERSION_LINE in log, (pod.spec.node_name, log[:2000])
         # upstream logs its flags: the wrapper gave it the node's own address
         assert f'"FLAG" name="bind-address" value="{pod.status.pod_ip}:8080"' in log, (pod.spec.node_name, log[:3000])
-    # each pod is Ready (assert_rolled_out): its kubelet's probe answered on its own node's address
+    # each pod turns Ready: its kubelet's probe answers on its own node's address (the install may
+    # return before the first probe, once the pod wrote its pool: rollout.py)
+    wait("every upstream driver pod Ready", lambda: all(
+        is_ready(p) for p in core.list_namespaced_pod("dra-driver-cpu", label_selector="app.kubernetes.io/name=dra-driver-cpu").items
+        if not p.metadata.deletion_timestamp), timeout=60)
 
 
 @pytest.fixture(scope="module")

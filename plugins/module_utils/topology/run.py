@@ -44,7 +44,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_di
     rollout_report,
     timeout_message,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import wait_serving
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import pools_written, wait_serving
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.reports import write_topology_reports
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
 
@@ -251,13 +251,13 @@ def _wait_rollout(api: RawApi, params: dict[str, Any], selectors: list[str], nod
                   waited: dict[str, Any], stats: dict[str, Any], clock: Callable[[], float] | None,
                   sleep: Callable[[float], None] | None, result: dict[str, Any]) -> str | None:
     """Wait, within what is left of the timeout, until the release's DaemonSets have rolled out and
-    every Ready target node's driver pod is Ready (rollout.py). The failure message, or None; on
+    every Ready target node's driver pod is Ready or wrote that node's pool (rollout.py). The failure message, or None; on
     failure ``result["pending_nodes"]`` holds each such node's pod state and logs."""
     now = clock or time.monotonic
     left = float(params["timeout"]) - float(waited.get("elapsed") or 0.0)
     release = "" if params.get("pod_selector") else (params.get("release_name") or "")
     serving = wait_serving(api, params["namespace"], selectors, release, nodes, now() + left, now,
-                           sleep or time.sleep)
+                           sleep or time.sleep, written=pools_written(waited.get("slices") or []))
     stats["rollout_passes"] = serving["passes"]
     if serving["done"]:
         return None

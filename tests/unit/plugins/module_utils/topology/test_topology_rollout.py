@@ -194,3 +194,67 @@ def test_named_nodes_and_check_mode_do_not_look_at_the_pods():
         cluster = Rollout(clock, [(0, [creating("p", "node-a")], daemonset())], {SLICES: pool("node-a")})
         result, message = topology_run.run(RawApi(cluster), params(**extra), [], clock=clock, sleep=clock.sleep)
         assert message is None and "rollout_passes" not in result["wait_stats"], extra
+
+
+def started(name, node, created="2026-12-06T20:28:27Z", restarts=0, running=True):
+    """A driver pod as the kubelet reports it in the seconds between its container's start and its
+    first readiness probe (the chart's initialDelaySeconds 5, periodSeconds 10): Running, not Ready."""
+    obj = pod(name, node, ready=False)
+    obj["metadata"]["creationTimestamp"] = created
+    obj["status"]["containerStatuses"] = [{"name": "dracpu", "ready": False, "restartCount": restarts,
+                                           "state": {"running": {"startedAt": "2026-12-06T20:28:28Z"}} if running
+                                           else {"waiting": {"reason": "CrashLoopBackOff"}}}]
+    return obj
+
+
+def written_at(created, *updates, node="n1"):
+    return {"metadata": {"name": node + "-dra.cpu-x", "creationTimestamp": created,
+                         "managedFields": [{"manager": "dracpu", "time": t} for t in updates]},
+            "spec": {"nodeName": node, "driver": "dra.cpu"}}
+
+
+def test_pools_written_takes_each_nodes_last_create_or_write():
+    got = rollout.pools_written([written_at("2026-12-06T20:00:00Z", "2026-12-06T20:28:29Z"),
+                                 written_at("2026-12-06T20:28:30Z", node="n2"),
+                                 written_at("2026-12-06T20:28:31Z", node="n1")])
+    assert {n: t.isoformat() for n, t in got.items()} == {"n1": "2026-12-06T20:28:31", "n2": "2026-12-06T20:28:30"}
+
+
+def test_a_pool_the_running_pod_wrote_serves_before_the_readiness_probe():
+    """Upstream's /healthz answers once driver.Start returned, and Start publishes: the pool the
+    running pod wrote says what its first probe will say, 5 to 15 s later."""
+    written = rollout.pools_written([written_at("2026-12-06T20:28:29Z")])
+    assert rollout.nodes_not_serving([started("new", "n1")], ["n1"], written) == {}
+    # without the pools' times, Ready decides as kubectl rollout status does
+    assert rollout.nodes_not_serving([started("new", "n1")], ["n1"]) == {
+        "n1": "its pool is published but driver pod new is not Ready"}
+
+
+@pytest.mark.parametrize("pods, pool, why", [
+    # a version-only upgrade: the old driver's pool, written before the new pod was made
+    ([started("new", "n1")], written_at("2026-12-06T20:00:00Z", "2026-12-06T20:10:00Z"), "the old pool"),
+    # the same second as the pod's creation: the old pod may have written it while it went
+    ([started("new", "n1")], written_at("2026-12-06T20:28:27Z"), "the same second"),
+    # the old pod still going: its driver may still write
+    ([going("old", "n1"), started("new", "n1")], written_at("2026-12-06T20:28:29Z"), "the old pod not gone"),
+    # a restarted container: which of its runs wrote the pool is not known
+    ([started("new", "n1", restarts=1)], written_at("2026-12-06T20:28:29Z"), "a restart"),
+    ([started("new", "n1", running=False)], written_at("2026-12-06T20:28:29Z"), "not running"),
+])
+def test_a_pool_the_running_pod_may_not_have_written_waits_for_ready(pods, pool, why):
+    written = rollout.pools_written([pool])
+    assert rollout.nodes_not_serving(pods, ["n1"], written) == {
+        "n1": "its pool is published but driver pod new is not Ready"}, why
+
+
+def test_a_fresh_install_returns_once_the_pool_is_written_not_at_the_probe():
+    """The run: the pool written a second after the pod was made, the pod Running, not Ready until 6 s."""
+    clock = Clock()
+    slices = load_slices("reference_grouped_numanode.yaml")
+    for item in slices:
+        item["metadata"]["creationTimestamp"] = "2026-12-06T20:28:29Z"
+    cluster = Rollout(clock, [(0, [started("new", "node-a")], daemonset()),
+                              (6, [pod("new", "node-a")], daemonset(available=1))], {SLICES: listing(slices)})
+    result, message = topology_run.run(RawApi(cluster), params(timeout=60), [], clock=clock, sleep=clock.sleep)
+    assert message is None, message
+    assert result["wait_stats"]["rollout_passes"] == 1 and clock.now == 0.0
