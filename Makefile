@@ -14,7 +14,7 @@ SANITY_EXCLUDES := --exclude tests/cluster/ --exclude tests/fixtures/ --exclude 
 	--exclude bench/ --exclude hack/
 
 .PHONY: build-first build-binaries build-1.35 build-1.37 build-helm-old build-real-node build-cri-o build-upstream newest deps build cluster-up cluster-down cluster-status demo test unit sanity lint \
-        integration integration-real-nodes integration-others molecule docs-check bench lock clean check
+        integration integration-real-nodes integration-others integration-third molecule docs-check bench lock clean check
 
 deps:                       ## Debian packages, .venv, collection symlink (idempotent)
 	@hack/setup.sh
@@ -94,11 +94,18 @@ integration: build-first    ## pytest against the hermetic test clusters (brings
 # the real-node tests in the first lane before molecule (on a new machine their binaries are built
 # right after the first cluster's, while molecule's 1.37 scenario waits for 1.37.2), the others in
 # the second after lint, sanity and newest (the lanes balanced on the fresh-clone runs' stage times)
+# With every binary cached `make test` runs a third lane (MAKE_TEST_LANES=3): the files of
+# tests/integration/conftest.py's THIRD_LANE_FILES leave the first two for integration-third
+THIRD_LANE := $(if $(filter 3,$(MAKE_TEST_LANES)),--third-lane=skip,)
+
 integration-real-nodes: build-first ## the integration tests on real nodes only (late_build("real-node"))
-	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration-real $(INTEGRATION_PYTEST) --real-nodes=only
+	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration-real $(INTEGRATION_PYTEST) --real-nodes=only $(THIRD_LANE)
 
 integration-others: build-first ## the integration tests other than the real-node ones
-	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration $(INTEGRATION_PYTEST) --real-nodes=skip
+	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration $(INTEGRATION_PYTEST) --real-nodes=skip $(THIRD_LANE)
+
+integration-third: build-first ## make test's third lane (binaries cached): the files of THIRD_LANE_FILES (tests/integration/conftest.py)
+	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-integration-third $(INTEGRATION_PYTEST) --third-lane=only
 
 molecule: build-first       ## molecule test --all on Kubernetes 1.36, and the default scenario on 1.37 too (real nodes: their kubelet and kube-proxy of the same version, built on first use)
 	$(VENV)/bin/molecule test --all
@@ -127,9 +134,18 @@ newest: build-first         ## the newest Ansible (ansible 14 / ansible-core 2.2
 	CLUSTER_STATE_DIR=$(CURDIR)/.cluster-newest .venv-newest/bin/python -m pytest -q -rs -p no:cacheprovider \
 	  "tests/integration/test_role_install.py::test_install_defaults_reports_the_sizing_rule_and_is_idempotent"
 
-test: deps                  ## everything CI runs, in two lanes side by side (unit, the real-node integration tests and molecule | lint, sanity, newest and the other integration tests), with each stage's wall time at the end; the binaries build behind the stages
+# Lanes: with every binary cached (the build behind ends at once) three, since one lane of the
+# integration suite keeps about a third of the 2 CPUs busy (tests/integration/conftest.py
+# THIRD_LANE_FILES); while binaries build, two, the build behind being the critical path
+test: deps                  ## everything CI runs, in lanes side by side (unit, the real-node integration tests | lint, sanity, newest, the other integration tests | molecule, the third lane's integration tests; two lanes, molecule and those tests in the first two, while binaries build behind the stages), with each stage's wall time at the end
 	@hack/build_behind.sh start
-	@trap 'hack/build_behind.sh stop' EXIT; hack/stages.sh unit integration-real-nodes molecule --lane lint sanity newest integration-others
+	@trap 'hack/build_behind.sh stop' EXIT; \
+	if hack/build_behind.sh cached; then \
+	  MAKE_TEST_LANES=3 hack/stages.sh unit integration-real-nodes --lane lint sanity newest integration-others \
+	    --lane molecule integration-third; \
+	else \
+	  hack/stages.sh unit integration-real-nodes molecule --lane lint sanity newest integration-others; \
+	fi
 
 check: deps                 ## quick feedback: unit + sanity + lint (no cluster)
 	@hack/stages.sh unit sanity lint

@@ -22,6 +22,8 @@
   alone, or not (deselected, and pytest says how many). `make test` runs them alone in its first
   lane, before molecule, and the others in the second (clusters with real nodes run side by side;
   upstream's e2e suite, late_build("upstream"), is in the first: REAL_NODE_BUILDS).
+- `--third-lane=all|only|skip`: the files of THIRD_LANE_FILES with the others, alone, or not: with
+  every binary cached `make test` runs them in a third lane, after molecule (hack/lanes.sh).
 """
 import json
 import os
@@ -51,12 +53,24 @@ SESSION_NODES = {"CLUSTER_NODES": "0", "CLUSTER_REAL_NODES": "1"}
 # (46d1063's run: 2,170 s against 1,933 s, once the install waited for the real driver pod's
 # readiness probe); the two lanes run clusters with real nodes side by side
 REAL_NODE_BUILDS = ("real-node", "cri-o", "upstream")
+# `make test`'s third lane (--third-lane), beside molecule, when every binary is cached (hack/lanes.sh):
+# one lane of this suite keeps about a third of the 2 CPUs busy (31 %, /proc/stat every 5 s over
+# 240 s of integration-others alone, 2026-12-06), so two lanes left the machine idle a third of the
+# time and the cached run took 2,134 s (lane 1: unit 85, integration-real-nodes 1,464, molecule 585;
+# lane 2: 228 s of checks, integration-others 1,722). These files take about 830 s of it: the role's
+# install suite (about 460 s alone), the benchmark's smoke run (140 s) and upstream's e2e suite
+# (about 214 s with its clusters). On a new machine the build behind is the critical path and takes
+# every idle cycle, so there the two lanes stay (the third lane's files run in the first two).
+THIRD_LANE_FILES = ("test_role_install.py", "test_bench_smoke.py", "test_upstream_e2e.py")
 
 
 def pytest_addoption(parser):
     parser.addoption("--real-nodes", choices=("all", "only", "skip"), default="all",
                      help="run the real-node tests (late_build('real-node')) with the others (all), alone (only) "
                           "or not (skip)")
+    parser.addoption("--third-lane", choices=("all", "only", "skip"), default="all",
+                     help="run the files of make test's third lane (THIRD_LANE_FILES) with the others (all), "
+                          "alone (only) or not (skip)")
 
 
 def pytest_configure(config):
@@ -85,6 +99,11 @@ def pytest_collection_modifyitems(config, items):
     want = config.getoption("--real-nodes")
     if want != "all":
         keep = [i for i in items if (_late(i) in REAL_NODE_BUILDS) == (want == "only")]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+    third = config.getoption("--third-lane")
+    if third != "all":
+        keep = [i for i in items if (os.path.basename(str(i.fspath)) in THIRD_LANE_FILES) == (third == "only")]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     steps = late_builds.recipe()

@@ -3,7 +3,8 @@ integration suite over its two lanes (integration-real-nodes before molecule in 
 integration-others in the second): `only` and `skip` partition the suite, `only` holds exactly the
 tests marked late_build("real-node"), "cri-o" (the CRI-O real nodes) or "upstream" (upstream's e2e
 suite, on real nodes too); and the deselected ones are
-counted, not dropped silently."""
+counted, not dropped silently. With every binary cached `make test` runs a third lane
+(--third-lane): the three lanes' selections partition the suite as well."""
 import os
 import re
 import subprocess
@@ -12,8 +13,8 @@ import sys
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
-def collect(option):
-    r = subprocess.run([sys.executable, "-m", "pytest", "tests/integration", f"--real-nodes={option}",
+def collect(option, *more):
+    r = subprocess.run([sys.executable, "-m", "pytest", "tests/integration", f"--real-nodes={option}", *more,
                         "--collect-only", "-q", "-p", "no:cacheprovider"],
                        cwd=REPO, capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -54,3 +55,23 @@ def test_only_and_skip_partition_the_suite_and_only_is_the_real_node_tests():
     assert f"{len(every)} tests collected" in summary_all
     e2e = {i for i in every if i.startswith("tests/integration/test_upstream_e2e.py::test_upstream_e2e_suite")}
     assert e2e and e2e <= only
+
+
+def test_the_three_lanes_of_a_cached_run_partition_the_suite():
+    """integration-real-nodes and integration-others with --third-lane=skip, integration-third with
+    --third-lane=only (the Makefile's stages when MAKE_TEST_LANES=3): every test once."""
+    every, _ = collect("all")
+    real, _ = collect("only", "--third-lane=skip")
+    others, _ = collect("skip", "--third-lane=skip")
+    third, summary = collect("all", "--third-lane=only")
+    assert real and others and third
+    assert real | others | third == every
+    assert not real & others and not real & third and not others & third
+    files = re.search(r"THIRD_LANE_FILES = \(([^)]*)\)", read(os.path.join(REPO, "tests", "integration", "conftest.py")))
+    names = re.findall(r'"([^"]+)"', files.group(1))
+    assert {i.split("::")[0] for i in third} == {f"tests/integration/{f}" for f in names}
+    assert f"{len(third)}/{len(every)} tests collected ({len(every) - len(third)} deselected)" in summary
+    makefile = read(os.path.join(REPO, "Makefile"))
+    assert "THIRD_LANE := $(if $(filter 3,$(MAKE_TEST_LANES)),--third-lane=skip,)" in makefile
+    assert "--real-nodes=only $(THIRD_LANE)" in makefile and "--real-nodes=skip $(THIRD_LANE)" in makefile
+    assert "$(INTEGRATION_PYTEST) --third-lane=only" in makefile
