@@ -5,7 +5,8 @@
 #   hack/stages.sh unit sanity lint                      one lane: one stage after the other
 #   hack/stages.sh unit sanity lint --lane integration   two lanes side by side
 # A lane runs its stages one after the other and stops at its first failure; lanes run at the same
-# time (the integration suite mostly waits on its clusters: 64 % of the 2 CPUs idle, measured) and a
+# time (the integration suite mostly waits on its clusters: one lane of it keeps about a third of the
+# 2 CPUs busy, measured; `make test` runs three lanes when every binary is cached) and a
 # failed lane does not stop the others, so every cluster is taken down by the stage that started
 # it. With one lane the output streams as it comes; with more, each stage's output is kept in
 # tests/output/stages/<stage>.log (named when the stage starts, to follow it with tail -f) and
