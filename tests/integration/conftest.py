@@ -23,7 +23,7 @@
   lane, before molecule, and the others in the second (clusters with real nodes run side by side;
   upstream's e2e suite, late_build("upstream"), is in the first: REAL_NODE_BUILDS).
 - `--third-lane=all|only|skip`: the files of THIRD_LANE_FILES with the others, alone, or not: with
-  every binary cached `make test` runs them in a third lane, after molecule (hack/lanes.sh).
+  every binary cached `make test` runs them in a third lane, after molecule (the Makefile's `test`).
 """
 import json
 import os
@@ -53,14 +53,15 @@ SESSION_NODES = {"CLUSTER_NODES": "0", "CLUSTER_REAL_NODES": "1"}
 # (46d1063's run: 2,170 s against 1,933 s, once the install waited for the real driver pod's
 # readiness probe); the two lanes run clusters with real nodes side by side
 REAL_NODE_BUILDS = ("real-node", "cri-o", "upstream")
-# `make test`'s third lane (--third-lane), beside molecule, when every binary is cached (hack/lanes.sh):
+# `make test`'s third lane (--third-lane), after molecule, when every binary is cached (the Makefile's `test`):
 # one lane of this suite keeps about a third of the 2 CPUs busy (31 %, /proc/stat every 5 s over
 # 240 s of integration-others alone, 2026-12-06), so two lanes left the machine idle a third of the
 # time and the cached run took 2,134 s (lane 1: unit 85, integration-real-nodes 1,464, molecule 585;
 # lane 2: 228 s of checks, integration-others 1,722). These files take about 830 s of it: the role's
 # install suite (about 460 s alone), the benchmark's smoke run (140 s) and upstream's e2e suite
 # (about 214 s with its clusters). On a new machine the build behind is the critical path and takes
-# every idle cycle, so there the two lanes stay (the third lane's files run in the first two).
+# every idle cycle, so there the two lanes stay (the third lane's files run in the first two). Three
+# lanes, cached: 1,801 s, the lanes ending at 1,705, 1,703 and 1,801 s (54c6ef6, tests/cluster/test-cluster.md).
 THIRD_LANE_FILES = ("test_role_install.py", "test_bench_smoke.py", "test_upstream_e2e.py")
 
 
