@@ -97,16 +97,13 @@ def _needs(item):
 def pytest_collection_modifyitems(config, items):
     """Tests with late_build last, in the build order; the others keep theirs (a stable sort). With
     --real-nodes=only|skip, the others or the real-node tests are deselected."""
-    want = config.getoption("--real-nodes")
-    if want != "all":
-        keep = [i for i in items if (_late(i) in REAL_NODE_BUILDS) == (want == "only")]
-        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-        items[:] = keep
-    third = config.getoption("--third-lane")
-    if third != "all":
-        keep = [i for i in items if (os.path.basename(str(i.fspath)) in THIRD_LANE_FILES) == (third == "only")]
-        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-        items[:] = keep
+    for option, chosen in (("--real-nodes", lambda i: _late(i) in REAL_NODE_BUILDS),
+                           ("--third-lane", lambda i: os.path.basename(str(i.fspath)) in THIRD_LANE_FILES)):
+        want = config.getoption(option)
+        if want != "all":
+            keep = [i for i in items if chosen(i) == (want == "only")]
+            config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+            items[:] = keep
     steps = late_builds.recipe()
     items[:] = sorted(items, key=lambda i: -1 if _late(i) is None else late_builds.order(_late(i), steps))
 

@@ -35,6 +35,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -47,6 +48,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
     live_pods_by_node,
     pod_node,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import slice_node
 
 POLL_INTERVAL = 1.0
 
@@ -96,7 +98,7 @@ def pools_written(slices: list[dict[str, Any]]) -> dict[str, datetime]:
     ``managedFields[].time``)."""
     out: dict[str, datetime] = {}
     for item in slices or []:
-        node = (item.get("spec") or {}).get("nodeName")
+        node = slice_node(item)
         stamps = [_meta(item).get("creationTimestamp")] + [m.get("time") for m in _meta(item).get("managedFields") or []]
         for when in (_when(s) for s in stamps if s):
             if node and when and (node not in out or when > out[node]):
@@ -119,17 +121,14 @@ def nodes_not_serving(pods: list[dict[str, Any]], nodes: list[str],
     """Per node of ``nodes`` whose driver pod does not serve: why (no pod, or which pod is not Ready).
     ``written`` (pools_written): a node whose only driver pod wrote its pool serves, Ready or not yet."""
     live = live_pods_by_node(pods)
-    everyone: dict[str, int] = {}
-    for pod in pods or []:
-        on_node = pod_node(pod)
-        everyone[on_node or ""] = everyone.get(on_node or "", 0) + 1
+    everyone = Counter(pod_node(p) for p in pods or [])   # the pods being deleted too
     out = {}
     for node in nodes:
         on = live.get(node)
         if not on:
             out[node] = "its pool is published but no driver pod runs on it"
             continue
-        if written and len(on) == 1 and everyone.get(node) == 1 and published_by(on[0], written.get(node)):
+        if written and everyone[node] == 1 and published_by(on[0], written.get(node)):
             continue
         unready = sorted(str(_meta(p).get("name")) for p in on if not is_ready(p))
         if unready:
@@ -139,13 +138,15 @@ def nodes_not_serving(pods: list[dict[str, Any]], nodes: list[str],
 
 def wait_serving(api: RawApi, namespace: str, selectors: list[str], release: str, nodes: list[str],
                  deadline: float, clock: Callable[[], float], sleep: Callable[[float], None],
-                 interval: float = POLL_INTERVAL, written: dict[str, datetime] | None = None) -> dict[str, Any]:
+                 interval: float = POLL_INTERVAL, slices: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Until the rule holds or ``deadline`` (``clock`` time). Returns ``{done, daemonsets: [lines],
     nodes: {node: reason}, pods: [the last pods read], passes, last_error}``.
     ``release`` empty: the DaemonSets are not read (the pods came from ``pod_selector``).
-    ``written``: when each node's pool was last written (pools_written of the pools waited for).
+    ``slices``: the pools waited for; when each node's was last written (pools_written) is read from
+    them once, the first time the pods are.
     Raises KubeRequestError on errors other than connection errors and 5xx."""
     out: dict[str, Any] = {"done": False, "daemonsets": [], "nodes": {}, "pods": [], "passes": 0, "last_error": None}
+    written: dict[str, datetime] | None = None
     while True:
         out["passes"] += 1
         try:
@@ -153,6 +154,8 @@ def wait_serving(api: RawApi, namespace: str, selectors: list[str], release: str
             out["daemonsets"] = daemonsets_behind(daemonsets)
             if out["daemonsets"] or not daemonsets_available(daemonsets):
                 out["pods"] = list_driver_pods(api, namespace, selectors)
+                if written is None:
+                    written = pools_written(slices or [])
                 out["nodes"] = nodes_not_serving(out["pods"], nodes, written)
             else:  # kubectl's rollout status says done: no pod to read (at 1,000 nodes a list of 1,000)
                 out["pods"], out["nodes"] = [], {}

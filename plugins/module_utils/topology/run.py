@@ -44,7 +44,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_di
     rollout_report,
     timeout_message,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import pools_written, wait_serving
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import wait_serving
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.reports import write_topology_reports
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
 
@@ -257,7 +257,7 @@ def _wait_rollout(api: RawApi, params: dict[str, Any], selectors: list[str], nod
     left = float(params["timeout"]) - float(waited.get("elapsed") or 0.0)
     release = "" if params.get("pod_selector") else (params.get("release_name") or "")
     serving = wait_serving(api, params["namespace"], selectors, release, nodes, now() + left, now,
-                           sleep or time.sleep, written=pools_written(waited.get("slices") or []))
+                           sleep or time.sleep, slices=waited.get("slices"))
     stats["rollout_passes"] = serving["passes"]
     if serving["done"]:
         return None
