@@ -1,6 +1,6 @@
 // Tests of device building and chunking, each naming the upstream behaviour it mirrors
 // (pkg/device/builder.go, pkg/driver/driver.go New, v0.2.0 dra_hooks.go) or the section of
-// /work/shared/reference/dra-driver-cpu.md ("What it publishes", "Example: node node-a").
+// docs/upstream.md ("What the driver publishes", "Example: node node-a").
 package devices
 
 import (
