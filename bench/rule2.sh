@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Waiter 2: upstream dra-driver-cpu CI's rule (../shared/reference/dra-driver-cpu.md, "Readiness"):
+# Waiter 2: upstream dra-driver-cpu CI's rule (docs/upstream.md, "Start-up and readiness"):
 # poll `kubectl get resourceslice` once a second, at most 120 times, until any ResourceSlice exists;
 # then `kubectl rollout status` on the driver's DaemonSet (its helm e2e workflow). Upstream's rollout
 # status waits without a limit; here it is bounded by ROLLOUT_TIMEOUT (the pass's timeout).

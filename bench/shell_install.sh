@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kubevirtci shell installer's sequence (install_dra_driver_cpu.sh, steps 1, 2, 5, 6, 7, 8 as
-# described in ../shared/reference/kubevirtci.md), against the hermetic cluster: the chart comes
+# described in docs/upstream.md, "kubevirtci's shell installer"), against the hermetic cluster: the chart comes
 # from the cluster's local registry (--plain-http), helm is CLUSTER_HELM_BINARY (step 4 finds it on
 # PATH). Env: KUBECONFIG, KUBECTL, HELM, DRA_CPU_CHART, KUBEVIRT_USE_DRA_CPU, KUBEVIRT_PROVIDER.
 set -euo pipefail

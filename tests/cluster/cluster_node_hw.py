@@ -21,7 +21,7 @@ Owns, per real node (CLUSTER_REAL_NODES):
 - the kubelet settings the spec decides (cpuManagerPolicy; reserved CPUs for `static`), the
   labels the node registers with (`labels`, the kubelet's --node-labels) and its own taints
   (`taints`, the kubelet's registerWithTaints, beside the real-node taint of cluster_real_node.py).
-Facts: ../shared/reference/real-nodes.md ("A node that looks like the test topology").
+Facts: docs/upstream.md ("Real nodes").
 Must not: start processes, or touch anything outside the node's directory.
 """
 import json

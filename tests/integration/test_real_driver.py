@@ -4,10 +4,10 @@ real01 is a real kubelet + containerd whose CPU hardware is a fake sysfs tree (1
 0-5, NUMA 1 = 6-11, cluster_node_hw.py). The chart's DaemonSet runs the project's driver image there
 (tests/cluster/driver, built on k8s.io/dynamic-resource-allocation like upstream), pulled through
 containerd's mirror under the chart's own default image name. What is asserted is upstream's
-behaviour (../shared/reference/dra-driver-cpu.md), read from the real API:
+behaviour (docs/upstream.md, "What the driver publishes"), read from the real API:
 - the kubelet reports the topology (capacity.cpu 12), as on a real 12-CPU node;
 - the pod turns Ready only after the kubelet registered the plugin (upstream's Start), and the
-  slices are upstream's example for this node ("Example: node-a, 12 CPUs ... reserved 0-1"):
+  slices are upstream's example for this node (docs/upstream.md, "Example: node node-a"):
   cpudevnuma000 capacity 4, cpudevnuma001 capacity 6, pool named after the node, generation 1,
   owned by the Node; the role's report gives those numbers for real01;
 - a Guaranteed pod with a claim starts on the real kubelet: the claim is prepared by the driver
@@ -210,8 +210,8 @@ def verify_text(r):
 
 
 def test_the_v02_driver_writes_no_metadata_and_verify_passes_as_kubevirt_would(mixed, installed):
-    """Both flavours of the driver (upstream main and v0.2.0, ../shared/reference/kubevirt.md "The driver
-    side"): v0.2.0 writes no KEP-5304 metadata but injects DRA_CPUSET_<claim uid>, which is all KubeVirt's
+    """Both flavours of the driver (upstream main and v0.2.0, docs/upstream.md "What the driver
+    publishes"): v0.2.0 writes no KEP-5304 metadata but injects DRA_CPUSET_<claim uid>, which is all KubeVirt's
     CPU path reads (VEP 152 as merged), so verify passes by default and says the metadata is absent; it fails
     only when dra_cpu_verify_require_metadata asks for it. In individual mode verify fails by default
     (KubeVirt synthesizes grouped claims only); its escape-hatch claim is kept on one NUMA node by the

@@ -4,8 +4,8 @@ CLUSTER_REAL_NODE_OVERRIDES: real01 static, reservedSystemCPUs 0 as the static p
 The driver would run there (the chart's tolerations are widened to the real node's NoExecute taint),
 so preflight must read the policy from that kubelet's own /configz (through the API server's node
 proxy) and stop the install before anything is written, naming the node, the check and the fix.
-Upstream: a static CPU manager and the driver conflict (../shared/reference/dra-driver-cpu.md,
-"Known upstream issues"). Runs last, after the real-node binaries are built.
+Upstream: a static CPU manager and the driver conflict (docs/upstream.md,
+"Prerequisites and limits"). Runs last, after the real-node binaries are built.
 """
 import json
 
