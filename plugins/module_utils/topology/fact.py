@@ -33,7 +33,7 @@ __metaclass__ = type
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Dict, List, Optional, TypedDict, Union, cast
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.claim_limits import (
     CLAIM_DEVICE_LIMIT,
@@ -43,9 +43,11 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
     format_cpuset,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.kubevirt_sizes import vm_sizes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
+    Pool,
     group_pools,
     pools_by_node,
 )
@@ -70,6 +72,96 @@ _SUFFIX = {None: 1, "m": 0.001, "k": 1000, "M": 10 ** 6, "G": 10 ** 9, "T": 10 *
 
 class TopologyError(ValueError):
     """The slices cannot be turned into a topology."""
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+class _CellBase(TypedDict):
+    id: int
+    devices: List[str]
+    allocatable_cpus: int
+
+
+class Cell(_CellBase, total=False):
+    """A cell of a node: its id (NUMA node, socket or 0), its devices' names, its allocatable CPUs
+    and, in individual mode when the driver publishes ``cpuID``, ``cpus`` (a cpuset)."""
+
+    cpus: str
+
+
+class NodeTopology(TypedDict):
+    """Everything one complete pool says about its node (``node_topology``)."""
+
+    pool: str
+    pool_generation: int
+    slices: int
+    mode: str
+    group_by: str
+    smt_enabled: Optional[bool]
+    allocatable_cpus: int
+    cells: List[Cell]
+    ready: bool
+    node_allocatable_mapping: bool
+
+
+class CellRef(TypedDict):
+    """The largest or smallest cell of the cluster."""
+
+    node: str
+    id: int
+    allocatable_cpus: int
+
+
+class NodeFact(TypedDict):
+    """A node in the ``dra_cpu_topology`` fact: ``cells`` maps a cell id (a string, as in JSON) to
+    its allocatable CPUs."""
+
+    allocatable_cpus: int
+    ready: bool
+    pool_generation: int
+    cells: Dict[str, int]
+
+
+class _ClusterFigures(TypedDict):
+    driver: str
+    mode: Optional[str]
+    group_by: Optional[str]
+    not_ready_nodes: List[str]
+    total_allocatable_cpus: int
+    max_vm_host_cpus: int
+    max_node_host_cpus: int
+    max_vm_vcpus: int
+    max_vm_vcpus_isolated_emulator_thread: int
+    max_vm_vcpus_even_parity: int
+    claim_device_limit: int
+    largest_cell: Optional[CellRef]
+    smallest_cell: Optional[CellRef]
+    node_allocatable_mapping: bool
+
+
+class ClusterTopology(_ClusterFigures):
+    """The detailed topology (``cluster_topology``): the cluster-wide figures and every node's
+    whole ``NodeTopology``; the table, the sizing checks and the report files read it."""
+
+    nodes: Dict[str, NodeTopology]
+
+
+class SizingProblem(TypedDict):
+    """A node (or one of its cells) that does not match what was asked for (sizing.py,
+    node_allocatable.py): the cpu_topology module's ``sizing_problems``."""
+
+    node: Optional[str]
+    cell: Optional[int]
+    observed: Union[int, str, List[int], None]
+    expected: Union[int, str, List[int], None]
+    message: str
+
+
+class TopologyFact(_ClusterFigures):
+    """The ``dra_cpu_topology`` fact (``fact_of``; plugins/modules/cpu_topology.py RETURN)."""
+
+    nodes: Dict[str, NodeFact]
 
 
 # --------------------------------------------------------------------------- devices
@@ -97,7 +189,7 @@ def parse_quantity(value: Any) -> float | int:
     return number
 
 
-def _devices(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def _devices(obj: K8sObject) -> list[K8sObject]:
     devices = []
     for device in ((obj or {}).get("spec") or {}).get("devices") or []:
         if isinstance(device, dict) and "basic" in device and isinstance(device["basic"], dict):
@@ -109,7 +201,7 @@ def _devices(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return devices
 
 
-def device_attribute(device: dict[str, Any], name: str, driver: str = DEFAULT_DRIVER, default: Any = None) -> Any:
+def device_attribute(device: K8sObject, name: str, driver: str = DEFAULT_DRIVER, default: Any = None) -> Any:
     """Value of attribute ``name`` (qualified ``<driver>/name`` or bare ``name``)."""
     attrs = device.get("attributes") or {}
     for key in ("%s/%s" % (driver, name), name):
@@ -129,7 +221,7 @@ def attribute_value(value: Any, default: Any = None) -> Any:
     return value
 
 
-def device_capacity(device: dict[str, Any], driver: str = DEFAULT_DRIVER) -> int | float | None:
+def device_capacity(device: K8sObject, driver: str = DEFAULT_DRIVER) -> int | float | None:
     """The ``<driver>/cpu`` capacity of a device, or None (individual device)."""
     capacity = device.get("capacity") or {}
     for key in ("%s/cpu" % driver, "cpu"):
@@ -141,7 +233,7 @@ def device_capacity(device: dict[str, Any], driver: str = DEFAULT_DRIVER) -> int
 # --------------------------------------------------------------------------- topology
 
 
-def group_of(device: dict[str, Any], driver: str) -> tuple[str, int]:
+def group_of(device: K8sObject, driver: str) -> tuple[str, int]:
     """(group_by, cell_id) of a grouped-mode device."""
     name = device.get("name") or ""
     for pattern, group in _GROUP_NAMES:
@@ -166,7 +258,7 @@ def group_of(device: dict[str, Any], driver: str) -> tuple[str, int]:
     return MACHINE, 0
 
 
-def numa_of(device: dict[str, Any], driver: str) -> int:
+def numa_of(device: K8sObject, driver: str) -> int:
     for attr, domain in (("numaNodeID", driver), ("numaNode", "dra.net"),
                          ("numaNode", "resource.kubernetes.io")):
         value = device_attribute(device, attr, domain)
@@ -175,16 +267,10 @@ def numa_of(device: dict[str, Any], driver: str) -> int:
     return 0
 
 
-def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[str, Any]:
-    """The topology of one complete pool.
-
-    Returns ``{pool_generation, allocatable_cpus, cells, mode, group_by,
-    pool, slices, smt_enabled, ready, node_allocatable_mapping}`` (the last: every device carries
-    KEP-5517's ``nodeAllocatableResources``; ``ready`` true: cluster_topology
-    sets it false for a node that is not Ready); each cell is ``{id, devices,
-    allocatable_cpus}`` (individual mode adds ``cpus``, the cpuset of the
-    cell's CPU ids when the driver publishes ``cpuID``).
-    """
+def node_topology(pool: Pool, driver: str = DEFAULT_DRIVER) -> NodeTopology:
+    """The topology of one complete pool (``node_allocatable_mapping``: every device carries
+    KEP-5517's ``nodeAllocatableResources``; ``ready`` true: cluster_topology sets it false for a
+    node that is not Ready)."""
     devices = []
     for obj in pool["slices"]:
         devices.extend(_devices(obj))
@@ -195,7 +281,7 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
         if value is not None:
             smt = bool(value) if smt is None else (smt or bool(value))
 
-    cells: dict[int, dict[str, Any]] = {}
+    cells: dict[int, Cell] = {}
     if grouped:
         mode = GROUPED
         groups = set()
@@ -203,8 +289,10 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
             group, cell_id = group_of(device, driver)
             groups.add(group)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
-            cell["devices"].append(device.get("name"))
-            cell["allocatable_cpus"] += device_capacity(device, driver)
+            cell["devices"].append(device.get("name") or "")
+            # not None: ``grouped`` holds the devices with a capacity
+            capacity: Any = device_capacity(device, driver)
+            cell["allocatable_cpus"] += capacity
         if len(groups) == 1:
             group_by = groups.pop()
         else:
@@ -216,7 +304,7 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
         for device in devices:
             cell_id = numa_of(device, driver)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
-            cell["devices"].append(device.get("name"))
+            cell["devices"].append(device.get("name") or "")
             cell["allocatable_cpus"] += 1
             cpu = device_attribute(device, "cpuID", driver)
             if cpu is not None:
@@ -258,8 +346,8 @@ def _common(values: Iterable[str | None]) -> str | None:
     return "mixed"
 
 
-def complete_node_topologies(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
-                             nodes: list[str] | None = None) -> dict[str, Any]:
+def complete_node_topologies(slices: list[K8sObject], driver: str = DEFAULT_DRIVER,
+                             nodes: list[str] | None = None) -> dict[str, NodeTopology]:
     """``{node: node_topology()}`` of the nodes with a complete pool; ``nodes`` (optional) restricts
     it to those node names."""
     by_node = pools_by_node(group_pools(slices, driver))
@@ -268,8 +356,8 @@ def complete_node_topologies(slices: list[dict[str, Any]], driver: str = DEFAULT
                 if (wanted is None or node in wanted) and by_node[node]["complete"])
 
 
-def build_topology(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
-                   nodes: list[str] | None = None) -> dict[str, Any]:
+def build_topology(slices: list[K8sObject], driver: str = DEFAULT_DRIVER,
+                   nodes: list[str] | None = None) -> ClusterTopology:
     """Build the ``dra_cpu_topology`` facts from ResourceSlices.
 
     Only nodes with a complete pool are included; ``nodes`` (optional)
@@ -278,8 +366,8 @@ def build_topology(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
     return cluster_topology(complete_node_topologies(slices, driver, nodes), driver)
 
 
-def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
-                     not_ready: list[str] | None = None) -> dict[str, Any]:
+def cluster_topology(node_facts: dict[str, NodeTopology], driver: str = DEFAULT_DRIVER,
+                     not_ready: list[str] | None = None) -> ClusterTopology:
     """The detailed topology from the per-node topologies (``{node: node_topology()}``): the
     cluster-wide figures of the fact and, in ``nodes``, every node's whole ``node_topology()``
     (fact_of keeps the figures and a node's total and cells).
@@ -290,9 +378,9 @@ def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
     taints it ``node.kubernetes.io/unreachable`` or ``not-ready``, NoSchedule).
     """
     down = set(not_ready or ())
-    node_facts = dict((name, dict(facts, ready=False) if name in down else facts)
-                      for name, facts in node_facts.items())
-    largest = smallest = None
+    node_facts = dict((name, _not_ready(facts) if name in down else facts) for name, facts in node_facts.items())
+    largest: tuple[str, Cell] | None = None
+    smallest: tuple[str, Cell] | None = None
     in_one_cell = on_one_node = 0
     for node in sorted(node_facts):
         facts = node_facts[node]
@@ -307,7 +395,7 @@ def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
             if smallest is None or cell["allocatable_cpus"] < smallest[1]["allocatable_cpus"]:
                 smallest = (node, cell)
 
-    def _ref(item: tuple[str, dict[str, Any]] | None) -> dict[str, Any] | None:
+    def _ref(item: tuple[str, Cell] | None) -> CellRef | None:
         if item is None:
             return None
         return {"node": item[0], "id": item[1]["id"], "allocatable_cpus": item[1]["allocatable_cpus"]}
@@ -333,11 +421,13 @@ def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
     }
 
 
-# a node's keys in the fact (fact_of); the rest of node_topology() is in the table and the report files
-FACT_NODE_KEYS = ("allocatable_cpus", "ready", "pool_generation")
+def _not_ready(facts: NodeTopology) -> NodeTopology:
+    copy = facts.copy()
+    copy["ready"] = False
+    return copy
 
 
-def fact_of(topology: dict[str, Any]) -> dict[str, Any]:
+def fact_of(topology: ClusterTopology) -> TopologyFact:
     """The ``dra_cpu_topology`` fact of a detailed topology (cluster_topology): its cluster-wide
     figures, and per node ``allocatable_cpus``, ``ready``, ``pool_generation`` and ``cells``, a
     mapping of cell id (a string, as in JSON) to the cell's allocatable CPUs.
@@ -346,9 +436,10 @@ def fact_of(topology: dict[str, Any]) -> dict[str, Any]:
     (the worker's copies for the task's conditions, the registered result, every later task's
     variables), and the cost grows with the containers in it (bench/goal_causes.json).
     """
-    fact = dict(topology)
-    fact["nodes"] = dict(
-        (name, dict([(key, node[key]) for key in FACT_NODE_KEYS]
-                    + [("cells", dict((str(c["id"]), c["allocatable_cpus"]) for c in node["cells"]))]))
+    nodes = dict(
+        (name, NodeFact(allocatable_cpus=node["allocatable_cpus"], ready=node["ready"],
+                        pool_generation=node["pool_generation"],
+                        cells=dict((str(c["id"]), c["allocatable_cpus"]) for c in node["cells"])))
         for name, node in topology["nodes"].items())
-    return fact
+    # the same figures, in the same order, with the nodes' facts in place of their topologies
+    return cast(TopologyFact, dict(topology, nodes=nodes))
