@@ -17,7 +17,10 @@ from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from typing import Any
+from typing import Any, Optional, TypedDict
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Toleration
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import TopologyError, parse_quantity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
@@ -28,6 +31,21 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifest
 )
 
 DONE_PHASES = ("Succeeded", "Failed")
+
+
+class Probe(TypedDict):
+    """The accounting probe: its pod's name, the CPU it asks for, and what became of it (None: undecided)."""
+
+    name: str
+    cpu_millis: int
+    outcome: Optional[str]
+
+
+class NodeAllocatableCheck(TypedDict):
+    """verify's ``node_allocatable``: the pod's status entry for the claim (None: none) and the probe."""
+
+    claim_status: Optional[K8sObject]
+    probe: Probe
 
 
 def probe_name(vmi: str) -> str:
@@ -41,7 +59,7 @@ def _millis(value: Any) -> int:
         return 0
 
 
-def claim_status(pod: dict[str, Any], claim: str, cpus: int) -> tuple[dict[str, Any] | None, list[str]]:
+def claim_status(pod: K8sObject, claim: str, cpus: int) -> tuple[K8sObject | None, list[str]]:
     """``(the pod's status entry for the claim, problems)``; ``claim`` is the ResourceClaim's name (the pod's
     reference ``cpu-dra`` is accepted too: the field names "the resource claim referenced by the pod")."""
     entries = ((pod or {}).get("status") or {}).get("nodeAllocatableResourceClaimStatuses") or []
@@ -62,11 +80,11 @@ def claim_status(pod: dict[str, Any], claim: str, cpus: int) -> tuple[dict[str, 
     return entry, problems
 
 
-def _requests_millis(pod: dict[str, Any]) -> int:
+def _requests_millis(pod: K8sObject) -> int:
     """A pod's effective CPU request: its containers' sum, or its largest init container's, plus overhead."""
     spec = (pod or {}).get("spec") or {}
 
-    def cpu(container: dict[str, Any]) -> int:
+    def cpu(container: K8sObject) -> int:
         return _millis((((container or {}).get("resources") or {}).get("requests") or {}).get("cpu") or 0)
 
     total = sum(cpu(c) for c in spec.get("containers") or [])
@@ -74,7 +92,7 @@ def _requests_millis(pod: dict[str, Any]) -> int:
     return max(total, init) + _millis((spec.get("overhead") or {}).get("cpu") or 0)
 
 
-def free_millis(node: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+def free_millis(node: K8sObject, pods: list[K8sObject]) -> int:
     """The node's allocatable CPU minus the requests of its pods that still hold it (the claim not counted)."""
     allocatable = _millis((((node or {}).get("status") or {}).get("allocatable") or {}).get("cpu") or 0)
     used = sum(_requests_millis(p) for p in pods if ((p.get("status") or {}).get("phase") not in DONE_PHASES))
@@ -82,7 +100,7 @@ def free_millis(node: dict[str, Any], pods: list[dict[str, Any]]) -> int:
 
 
 def probe_manifest(name: str, namespace: str, node: str, millis: int, image: str,
-                   tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                   tolerations: list[Toleration] | None = None) -> K8sObject:
     """A pod that asks for ``millis`` of CPU on ``node`` (by affinity: the scheduler decides) and sleeps."""
     amount = {"cpu": "%dm" % millis, "memory": MEMORY}
     probe = {"name": "probe", "image": image, "command": ["sleep", "86400"],
@@ -92,7 +110,7 @@ def probe_manifest(name: str, namespace: str, node: str, millis: int, image: str
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}})
 
 
-def probe_outcome(pod: dict[str, Any]) -> str | None:
+def probe_outcome(pod: K8sObject) -> str | None:
     """``unschedulable``, ``scheduled`` or None (not decided yet)."""
     if ((pod or {}).get("spec") or {}).get("nodeName"):
         return "scheduled"
