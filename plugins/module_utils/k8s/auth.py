@@ -25,9 +25,11 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Dict, Optional, TypedDict
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 
 SECRET_OPTIONS = ("api_key", "password")
 PUBLIC_OPTIONS = ("kubeconfig",)
@@ -43,8 +45,19 @@ SECRET_CLUSTER_FIELDS = frozenset(("certificate-authority-data",))
 # access-token, client-secret, ...); client-id, idp-issuer-url, cmd-path, expiry are not secret
 _SECRET_KEY_RE = re.compile(r"(token|secret|password|passwd|key)", re.IGNORECASE)
 
+# an Ansible argument spec: each option's name -> its spec (type, default, no_log, ...)
+ArgumentSpec = Dict[str, Dict[str, Any]]
 
-def auth_argument_spec(base: dict[str, Any]) -> dict[str, Any]:
+
+class Target(TypedDict):
+    """The cluster a module's client talks to (``describe_target``)."""
+
+    server: Optional[str]
+    context: Optional[str]
+    kubeconfig: Optional[str]
+
+
+def auth_argument_spec(base: ArgumentSpec) -> ArgumentSpec:
     """A copy of kubernetes.core's ``AUTH_ARG_SPEC`` (``base``): secrets no_log, kubeconfig not."""
     spec = copy.deepcopy(base)
     for name in SECRET_OPTIONS:
@@ -91,7 +104,7 @@ def _user_secrets(user: object) -> set[str]:
     return found
 
 
-def kubeconfig_secrets(kubeconfig: dict[str, Any] | str | None) -> set[str]:
+def kubeconfig_secrets(kubeconfig: K8sObject | str | None) -> set[str]:
     """The secret strings of a dict kubeconfig: the values to hide in everything a module returns.
 
     Secret: ``users[].user`` ``token``, ``password``, ``client-key-data``, the credential keys of
@@ -115,7 +128,7 @@ def kubeconfig_secrets(kubeconfig: dict[str, Any] | str | None) -> set[str]:
     return found
 
 
-def may_hold_no_log_value(data: dict[str, Any], no_log_values: set[str]) -> bool:
+def may_hold_no_log_value(data: object, no_log_values: set[str]) -> bool:
     """Whether ansible's ``remove_values(data, no_log_values)`` could change anything in ``data``.
 
     False only when no value occurs in ``data``'s JSON text, raw or JSON-escaped: JSON escapes each
@@ -197,8 +210,8 @@ def plain_json(result: dict[str, Any]) -> str | None:
 # ------------------------------------------------------------------ which cluster a client targets
 
 
-def client_source(params: dict[str, Any] | None,
-                  environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, Any] | str | None, str | None]:
+def client_source(params: ModuleParams | None,
+                  environ: Mapping[str, str] | None = None) -> tuple[str, K8sObject | str | None, str | None]:
     """Where kubernetes.core takes the connection from, as ``(kind, kubeconfig, context)``.
 
     Mirrors kubernetes.core's resolution: the module options, else ``K8S_AUTH_KUBECONFIG`` /
@@ -230,7 +243,7 @@ def client_source(params: dict[str, Any] | None,
     return "default", None, context
 
 
-def active_context(kind: str, kubeconfig: dict[str, Any] | str | None, context: str | None,
+def active_context(kind: str, kubeconfig: K8sObject | str | None, context: str | None,
                    loader: Callable[[Any], tuple[Any, Any]] | None = None) -> str | None:
     """The context name the client uses: ``context``, else the kubeconfig's current-context.
 
@@ -253,16 +266,16 @@ def active_context(kind: str, kubeconfig: dict[str, Any] | str | None, context: 
     return (active or {}).get("name") or None
 
 
-def kubeconfig_contexts(path: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def kubeconfig_contexts(path: str | None) -> tuple[list[K8sObject], K8sObject]:
     """``(contexts, active)`` of a kubeconfig file (None = the kubernetes client's default)."""
     from kubernetes import config  # the modules import it through get_api_client already
     return config.list_kube_config_contexts(config_file=path)
 
 
-def describe_target(params: dict[str, Any], server: str | None,
+def describe_target(params: ModuleParams, server: str | None,
                     loader: Callable[[Any], tuple[Any, Any]] = kubeconfig_contexts,
-                    environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``{server, context, kubeconfig}``: the cluster a module's client talks to, for the report.
+                    environ: Mapping[str, str] | None = None) -> Target:
+    """The cluster a module's client talks to, for the report.
 
     ``server`` is the client's ``configuration.host``; ``params`` the module's auth options.
     """
@@ -270,7 +283,7 @@ def describe_target(params: dict[str, Any], server: str | None,
     return {
         "server": server,
         "context": active_context(kind, kubeconfig, context, loader),
-        "kubeconfig": {"dict": "(a kubeconfig given as a dict)", "file": kubeconfig,
+        "kubeconfig": {"dict": "(a kubeconfig given as a dict)", "file": str(kubeconfig),
                        "host": "(host and credential options)",
                        "default": "(the kubernetes client's default: KUBECONFIG, else ~/.kube/config, "
                                   "or the in-cluster service account)"}[kind],

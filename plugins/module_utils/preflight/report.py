@@ -16,7 +16,8 @@ __metaclass__ = type
 from collections.abc import Iterable
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import ERROR, OK, WARNING
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Cluster, Finding, SkippedNode
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import Target
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Finding, SkippedNode
 
 
 # the summary (and report) when the role turned the checks off (the module's ``checks: false``)
@@ -72,7 +73,7 @@ def _node_list(names: Iterable[str] | None) -> str:
     return text
 
 
-def cluster_line(cluster: Cluster) -> str:
+def cluster_line(cluster: Target) -> str:
     """``<API server> (context <name>, kubeconfig <path>)``: the cluster the role changes (the role's
     release task is named with it)."""
     return "%s (context %s, kubeconfig %s)" % (

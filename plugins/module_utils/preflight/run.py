@@ -25,7 +25,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight impor
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report as preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.gather import read_installed, run_checks
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Cluster, PreflightResult
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import PreflightResult
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import supports_node_affinity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.preflight_checks import CHECKS
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_files import PREFLIGHT, write_report
@@ -117,10 +117,9 @@ def run_preflight(params: ModuleParams, check_mode: bool, source: Any, get_clien
     except KubeRequestError as exc:
         return could_not_run("preflight could not read the cluster: %s" % exc.message)
     # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
-    target = describe_target(params, client.configuration.host)
-    cluster: Cluster = {"server": target["server"], "context": target["context"], "kubeconfig": target["kubeconfig"]}
-    cluster["text"] = preflight_report.cluster_line(cluster)
-    result["cluster"] = cluster
+    cluster = describe_target(params, client.configuration.host)
+    result["cluster"] = {"server": cluster["server"], "context": cluster["context"], "kubeconfig": cluster["kubeconfig"],
+                         "text": preflight_report.cluster_line(cluster)}
     # the checked nodes whose Ready condition is not True (None: not asked): cpu_topology counts
     # their pools in no figure without asking again
     result["not_ready_nodes"] = (sorted(set(f["node"] for f in result["findings"]

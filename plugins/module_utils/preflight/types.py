@@ -12,6 +12,8 @@ __metaclass__ = type
 
 from typing import List, Optional, TypedDict
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import Target
+
 
 class Finding(TypedDict):
     """One check's outcome: ``severity`` is ``error``, ``warning`` or ``ok``; ``node`` None for a
@@ -99,12 +101,9 @@ class Installed(TypedDict, total=False):
     other_releases: List[str]
 
 
-class Cluster(TypedDict, total=False):
+class Cluster(Target):
     """The cluster preflight checked (k8s/auth.py ``describe_target``) and its one-line ``text``."""
 
-    server: Optional[str]
-    context: Optional[str]
-    kubeconfig: Optional[str]
     text: str
 
 
