@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec, describe_target
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec, describe_target
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # the annotation only: the module does not import the runner
     from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
 
-def argument_spec() -> dict[str, Any]:
-    spec = dict(
+def argument_spec() -> ArgumentSpec:
+    spec: ArgumentSpec = dict(
         checks=dict(type="bool", default=True),
         cpu_device_mode=dict(type="str", default=rules.GROUPED, choices=list(rules.MODES)),
         min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),

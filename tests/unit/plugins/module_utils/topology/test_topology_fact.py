@@ -338,3 +338,26 @@ def test_min_cell_cpus_names_at_most_20_nodes(slices):
     topo = t.cluster_topology(dict(("node%02d" % i, _no_cpu(good)) for i in range(25)))
     message = sizing.check_min_cell_cpus(topo, 1)
     assert "node19 no CPU; and 5 more); " in message and "node20" not in message, message
+
+
+def _keys(typed_dict):
+    return typed_dict.__required_keys__ | typed_dict.__optional_keys__
+
+
+@pytest.mark.parametrize("fixture", ["reference_grouped_numanode.yaml", "reference_individual.yaml",
+                                     "v010_names_two_nodes.yaml"])
+def test_the_topology_and_the_fact_have_the_declared_shapes(slices, fixture):
+    """cluster_topology, node_topology, their cells and fact_of have exactly the keys fact.py's
+    TypedDicts declare (a cell's ``cpus`` only in individual mode)."""
+    detail = t.cluster_topology(t.complete_node_topologies(slices(fixture)))
+    assert set(detail) == _keys(t.ClusterTopology)
+    for node in detail["nodes"].values():
+        assert set(node) == _keys(t.NodeTopology)
+        for cell in node["cells"]:
+            assert t.Cell.__required_keys__ <= set(cell) <= _keys(t.Cell)
+    assert set(detail["largest_cell"]) == _keys(t.CellRef)
+    fact = t.fact_of(detail)
+    assert set(fact) == _keys(t.TopologyFact)
+    assert list(fact) == list(detail)   # the same order of keys
+    for node in fact["nodes"].values():
+        assert set(node) == _keys(t.NodeFact)
