@@ -2,17 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """What is installed already: the release namespace and the helm release (pure functions).
 
-The role needs both before it writes anything: whether the namespace exists and carries the labels
-it must have (the role's Pod Security labels), and the release's status (a ``pending-*`` one must be recovered first) and chart
-version (an unchanged pinned version needs no second chart fetch). Reading them here, inside the
-preflight module's one process, saves the role three module starts on every run.
-
-Helm 3 keeps each revision of a release in a Secret ``sh.helm.release.v1.<name>.v<N>`` of type
-``helm.sh/release.v1`` labelled ``owner=helm,name=<name>,status=<status>,version=<N>``; its
-``data.release`` is base64 (the Secret encoding) of base64 of the gzipped release JSON
-(helm's pkg/storage/driver/util.go). Only the chart's name and version and a digest of the
-values (``values_sha256``, see ``values_digest``) are taken from it: the values themselves (which
-may hold secrets) are never returned.
+Owns reading, from the objects preflight listed, whether the namespace exists, is terminating and
+carries the labels the role wants, and the newest revision of the helm release from helm's release
+Secrets (status, chart, version, a digest of its values: never the values), plus ``values_digest``,
+the one digest of a release's values. The helm storage format: docs/internals.md, "Why the preflight,
+the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function

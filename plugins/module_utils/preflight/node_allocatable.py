@@ -2,13 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Preflight rules for KEP-5517 node-allocatable mappings (``dra_cpu_node_allocatable_mapping``).
 
-Owns the two checks of the ``node_allocatable_gate`` finding, asked only when the mapping is on:
-the API server (its ``kubernetes_feature_enabled`` metric, read as for ``DRAConsumableCapacity``)
-and the kubelet of every driver node (its ``/configz`` ``featureGates``) must run with
-``DRANodeAllocatableResources``. An API server without it drops ``nodeAllocatableResources`` from
-the slices; a kubelet without it does not account the mapped CPUs. The scheduler's and the
-controller-manager's gates cannot be read through the API: the scheduler's shows in verify.
-Pure functions over data gather.py read; no I/O.
+Owns the two checks of the ``node_allocatable_gate`` finding, asked only when the mapping is on: the
+API server (its ``kubernetes_feature_enabled`` metric) and the kubelet of every driver node (its
+``/configz`` ``featureGates``, its version) must run with ``DRANodeAllocatableResources``. Pure
+functions over data gather.py read.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -2,12 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Preflight rules for the cluster as a whole, and the outcome of all findings.
 
-Owns: the finding shape, the cluster-wide checks (server version, the
-``resource.k8s.io/v1`` API, the feature gate from the API server's
-``kubernetes_feature_enabled`` metric), the ignore list and the summary.
-Pure functions over data the preflight module gathered; no I/O. The per-node
-checks and where the driver runs live in nodes.py; the report text
-in report.py; the shapes in types.py.
+Owns: building a finding, the cluster-wide checks (server version, the ``resource.k8s.io/v1`` API,
+the feature gate from the API server's ``kubernetes_feature_enabled`` metric), the ignore list and
+the summary. Pure; the per-node checks are nodes.py's, the report text report.py's, the shapes
+types.py's.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -1,30 +1,12 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Complete pools -> the CPU topology of each node and of the cluster.
+"""Complete pools -> the CPU topology of each node and of the cluster, and their shapes.
 
-Owns: reading the devices of a complete pool (attributes, ``<driver>/cpu``
-capacity, the cell each device belongs to), the detailed topology that the
-table, the sizing checks and the report files read, and the shape of the
-``dra_cpu_topology`` fact (``fact_of``: per node its total and its cells'
-allocatable CPUs, the cluster-wide figures). Which slices form a complete pool is
-slice_pools.py; the largest claim the API allocates is claim_limits.py; the
-sizing rule is sizing.py; the table is table.py. Pure functions;
-nothing here talks to a cluster.
-
-* Grouped mode: one device per cell (NUMA node, socket or the machine) with
-  capacity ``<driver>/cpu``; the cell's allocatable CPUs are that capacity.
-* Individual mode: one device per CPU and no capacity; cells are the NUMA
-  nodes (attribute ``numaNodeID``) and a cell's allocatable CPUs are its
-  number of devices.
-* ``max_vm_host_cpus`` is the largest claim the API allocates with all its
-  CPUs in one cell, ``max_node_host_cpus`` the largest on one node at all
-  (claim_limits.py): in grouped mode both are the largest device's capacity
-  (a claim takes all its CPUs from one device); in individual mode they are
-  the largest cell and the largest node, each cut to the API's limit of
-  ``claim_device_limit`` devices per claim.
-* ``max_vm_vcpus``, ``max_vm_vcpus_isolated_emulator_thread`` and ``max_vm_vcpus_even_parity`` are
-  the largest VM in vCPUs whose claim is ``max_vm_host_cpus`` (KubeVirt's claim size,
-  common/kubevirt_sizes.py): without ``isolateEmulatorThread``, with it, and with it and even parity.
+Owns: reading a pool's devices (attributes, ``<driver>/cpu`` capacity, the cell of each device), the
+detailed topology (``cluster_topology``) that the table, the sizing checks and the report files read,
+and the ``dra_cpu_topology`` fact (``fact_of``); the TypedDicts of all three. Which slices form a
+pool is slice_pools.py, the largest claim claim_limits.py. Pure; the upstream facts it rests on are in
+docs/internals.md, "Why the preflight, the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -2,15 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """KEP-5517 node-allocatable mappings in the published devices (``dra_cpu_node_allocatable_mapping``).
 
-Owns: whether a device carries ``nodeAllocatableResources`` (upstream main publishes it on every
-device with ``publishNodeAllocatableResourceMapping``: grouped ``{cpu: {mapping: {capacityKey:
-dra.cpu/cpu, capacityMultiplier: "1"}}}``, individual ``{cpu: {mapping: {deviceMultiplier: "1"}}}``),
-whether a node's or the cluster's pools all do (the fact's ``node_allocatable_mapping``), the check
-of a topology against what the release asks for, and the report line. A complete pool whose devices
-lack the mapping the release asks for does not count: the topology stage looks again within its
-``sizing_grace`` (after an upgrade the old driver's pool is complete until the new pod publishes) and
-then fails saying the API server drops the field (``DRANodeAllocatableResources`` off there), instead
-of waiting for its timeout. Pure functions over the ``resource.k8s.io/v1`` JSON; no I/O.
+Owns: whether a device, a node's pool or every pool carries ``nodeAllocatableResources`` (the fact's
+``node_allocatable_mapping``), the check of a topology against what the release asks for (a pool
+without the mapping the release asks for means the API server drops the field) and the report line.
+Pure.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

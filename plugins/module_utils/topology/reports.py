@@ -2,14 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """What cpu_topology leaves in ``report_dir`` for a CI lane's artifacts.
 
-Owns: the content of ``dra-cpu-topology.json`` (the ``dra_cpu_topology`` fact and, as
-``node_details``, each node's whole topology: devices, CPU ids, SMT, pool, slices, mode, after a
-successful wait) and of ``dra-cpu-failure.json`` (after a failed one: the message, the nodes still
-pending with their driver pod's state and last log lines, the topology and node details of the nodes
-that did complete, every
-ResourceSlice of the driver and the state of every driver pod), so that a failed lane's artifacts
-say why. The files and how they are written are report_files.py; reading the pods' logs is
-pod_diagnostics.py.
+Owns the content of ``dra-cpu-topology.json`` (the fact and each node's whole topology) and of
+``dra-cpu-failure.json`` (``FailureReport``: the message, the pending nodes with their driver pod's
+state and last log lines, what did complete, every ResourceSlice of the driver and the state of every
+driver pod). Writing the files is report_files.py's, reading the pods' logs pod_diagnostics.py's.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -2,21 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """ResourceSlices of dra-driver-cpu -> pools and their completeness.
 
-Owns: which slices belong together (a pool), which generation of a pool
-counts, and whether a pool is complete; the per-node progress the waiter
-reports. Pure functions over ResourceSlice objects as plain dicts (the JSON
-shape of ``resource.k8s.io/v1``); nothing here talks to a cluster, reads
-devices (that is fact.py) or formats text (table.py).
-
-Rules (see docs/internals.md):
-
-* Slices are grouped by pool (``spec.pool.name``); the node of a pool is
-  ``spec.nodeName``. Slice names are never looked at: they changed between
-  driver releases.
-* A pool is complete when the number of its slices at the pool's highest
-  ``spec.pool.generation`` equals ``spec.pool.resourceSliceCount`` of those
-  slices. Slices of older generations are left-overs of an update and are
-  ignored.
+Owns: which slices belong together (a pool, by ``spec.pool.name``; names of slices are never read),
+which generation counts (the highest), whether a pool is complete (its slices at that generation
+number its ``resourceSliceCount``), the per-node progress the waiter reports, and the shapes ``Pool``
+and ``PoolProgress``. Pure; devices are fact.py's. Why: docs/internals.md, "Why the preflight, the
+topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -2,23 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """verify's test objects, rendered as KubeVirt's virt-controller renders them for a VMI (pure; no cluster).
 
-Owns the ResourceClaim and the launcher pod of KubeVirt's design as merged (VEP 152,
-docs/upstream.md, "KubeVirt's CPUsWithDRA design as merged"):
-- the claim ``<vmi>-cpu`` has one request, ``cpu``, of device class ``dra.cpu`` with a ``dra.cpu/cpu``
-  capacity request of hostCPUs and nothing else (no selector, no count: grouped mode only);
-- the pod ``virt-launcher-<vmi>`` has one container ``compute`` holding the claim as pod claim ``cpu-dra``;
-  alpha: its CPU requests = limits = hostCPUs (Guaranteed QoS, the claim's CPUs mirrored); Beta, when the
-  driver publishes KEP-5517 node-allocatable mappings: claim-only, a minimal CPU request = limit for the
-  QoS class only (upstream's ``hack/examples/pod_with_resource_claim_node_allocatable.yaml``); no
-  tolerations unless asked for (a launcher pod has none for NoSchedule);
-- individual mode's escape hatch (``spec.resourceClaims``, a claim the user wrote, never synthesized):
-  a ``count`` of CPU devices kept on one NUMA node by ``matchAttribute``, on the standard
-  ``resource.kubernetes.io/numaNode`` when every published device carries it, else the driver's own
-  ``dra.cpu/numaNodeID`` (``numa_attribute``: from the published ResourceSlices, not from a version);
-- the container prints what virt-launcher reads (``readout.py`` parses it): ``DRA_CPUSET_*`` (from
-  ``/proc/1/environ``: the shell, PID 1, does not pass on a name with dashes), the CPUs the kernel confines
-  it to, the online CPUs, each NUMA node's and CPU's socket as the container sees them, and the KEP-5304
-  device metadata file where the driver writes one; then it sleeps until deleted.
+Owns the ResourceClaim ``<vmi>-cpu`` and the launcher pod ``virt-launcher-<vmi>`` (alpha: CPUs mirrored;
+claim-only on the KEP-5517 path), individual mode's escape-hatch claim and its NUMA attribute, and the
+script the container runs to print what virt-launcher reads (readout.py parses it). The design they
+follow: docs/upstream.md, "KubeVirt's CPUsWithDRA design as merged"; docs/internals.md, "Why the
+preflight, the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function

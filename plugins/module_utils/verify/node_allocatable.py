@@ -2,15 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """KubeVirt's Beta path (KEP-5517, node-allocatable mappings): is the claim's CPU count really accounted?
 
-Owns, for a claim-only launcher pod (``manifests.pod_manifest(claim_only=True)``) on a driver that publishes
-``nodeAllocatableResources`` (``../shared/reference/kubevirt.md``, "Alpha vs Beta"):
-- ``claim_status``: ``pod.status.nodeAllocatableResourceClaimStatuses`` (k8s.io/api core/v1
-  ``NodeAllocatableResourceClaimStatus``, written by the scheduler) names the pod's claim, container
-  ``compute`` and a ``cpu`` mapping of the claim's CPUs;
-- the probe: while the claim's pod runs, a pod bound by affinity to the same node that asks for exactly the
-  CPU the node has left when the claim is NOT counted (allocatable minus every running pod's requests). It
-  would fit without the mapping; with the claim's CPUs accounted it must stay Unschedulable. The
-  scheduler's feature gate cannot be read through the API: this is where it shows.
+Owns, for a claim-only launcher pod: ``claim_status`` (the pod's
+``status.nodeAllocatableResourceClaimStatuses`` names its claim, container ``compute`` and a ``cpu``
+mapping of the claim's CPUs) and the probe (a pod on the same node asking for the CPU the node has left
+without the claim must stay Unschedulable), with their shapes ``Probe`` and ``NodeAllocatableCheck``.
+Why: docs/internals.md, "Why the preflight, the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -2,22 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the test container saw, judged as KubeVirt's virt-launcher reads it (pure; no cluster).
 
-Owns parsing the container's log (``manifests.container_script`` prints one section per marker) and the
-judgement against the allocated claim, KubeVirt's CPU contract as merged (VEP 152,
-``../shared/reference/kubevirt.md``, "What virt-launcher reads"):
-- ``DRA_CPUSET_<claim uid>`` in ``compute``: required (the driver capability KubeVirt requires; without it
-  virt-launcher falls back to the container's cgroup cpuset and writes no ``vcpupin``), a valid CPU list
-  of hostCPUs, and the CPUs the driver logged when it pinned the container (``pinned.py``), when it logged
-  any. ``allow_missing_dra_cpuset`` accepts a driver without it (a note, not a problem);
-- the container's own CPU set (``Cpus_allowed_list``; the cgroup's ``cpuset.cpus.effective`` on v2,
-  ``cpuset.effective_cpus`` on v1) equal to it, and inside the allocated device's NUMA node (or socket) as
-  the container reads ``/sys/devices/system/node/node<N>/cpulist`` (or each CPU's
-  ``physical_package_id``): grouped devices publish no CPU ids. Only where the driver's CPUs are the
-  kernel's: when they are not (a sysfs overlay, or a test node's simulated hardware) "not compared" and why;
-- the KEP-5304 device metadata: read and reported when present (device, NUMA node,
-  ``dra.cpu/allocatedNumCPUs``), never required (it is not part of the CPU contract) unless
-  ``require_metadata`` (consumers that read it: KubeVirt's GPU/host-device paths); its findings are
-  problems only then, notes otherwise.
+Owns parsing the container's log (one section per marker of ``manifests.container_script``), the
+judgement (``DRA_CPUSET_<claim uid>`` required unless ``allow_missing_dra_cpuset``; the container's
+CPUs equal to it and inside the allocated device's NUMA node or socket; the KEP-5304 metadata reported,
+required only with ``require_metadata``) and the readout's shape (``Readout``). Why: docs/upstream.md,
+"KubeVirt's CPUsWithDRA design as merged"; docs/internals.md, "Why the preflight, the topology and
+verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function

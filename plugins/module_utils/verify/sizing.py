@@ -2,21 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The VMI verify stands for, and the host CPUs its claim asks for (pure; no cluster).
 
-Owns the VM's CPU fields as KubeVirt reads them from ``spec.domain.cpu`` (``cores``, ``sockets``,
-``threads``, ``isolateEmulatorThread``, ``ioThreads.supplementalPoolThreadCount``, the even-parity
-annotation) and KubeVirt's claim size for them (VEP 152 as merged, ``common/kubevirt_sizes.host_cpus``:
-``hostCPUs = cores x sockets x threads + IO threads + emulator-thread CPUs``), the three ways a size is
-given and their precedence:
-
-* the VM's ``vm_cores`` (> 0; ``vm_vcpus``, deprecated, is the same as cores on one socket and thread):
-  hostCPUs by the formula;
-* else ``cpus`` (> 0): a VMI of that many cores and nothing else (one claim of exactly ``cpus``);
-* else the largest VM that fits the largest claim the driver publishes (``max_vm_host_cpus``, one device
-  in grouped mode), with the sockets, threads and extras given.
-
-``cpus`` together with any VM field is a contradiction and refused, naming both, as is a negative count
-or a socket/thread count below 1. The claim is what KubeVirt's virt-controller would ask for that VMI;
-verify proves that claim, not a guess of it.
+Owns the VM's CPU fields, KubeVirt's claim size for them (``common/kubevirt_sizes.host_cpus``) and the
+three ways a size is given, in this order: ``vm_cores`` (or the deprecated ``vm_vcpus``), else ``cpus``
+(a VM of that many cores), else the largest VM that fits ``max_vm_host_cpus``. ``cpus`` with a VM
+field, a negative count or a socket/thread count below 1 is refused, naming both. The result's shape
+is ``VmSizing``.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """What verify's container saw, judged as KubeVirt's virt-launcher reads it (VEP 152 as merged,
-../shared/reference/kubevirt.md "What virt-launcher reads"): DRA_CPUSET_<claim uid> required, the container's
+docs/upstream.md, "KubeVirt's CPUsWithDRA design as merged"): DRA_CPUSET_<claim uid> required, the container's
 own CPUs equal to it and inside the allocated device's NUMA node (or socket) as the kernel groups them; the
 KEP-5304 metadata reported, required only when asked. The metadata shape is the one
 k8s.io/dynamic-resource-allocation v0.37.0 writes (metadata.resource.k8s.io/v1beta1 DeviceMetadata, device
