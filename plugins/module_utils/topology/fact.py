@@ -4,7 +4,7 @@
 
 Owns: reading a pool's devices (attributes, ``<driver>/cpu`` capacity, the cell of each device), the
 detailed topology (``cluster_topology``) that the table, the sizing checks and the report files read,
-and the ``dra_cpu_topology`` fact (``fact_of``); the TypedDicts of all three. Which slices form a
+and the ``dra_cpu_topology`` fact (``fact_of``), as types.py declares them. Which slices form a
 pool is slice_pools.py, the largest claim claim_limits.py. Pure; the upstream facts it rests on are in
 docs/internals.md, "Why the preflight, the topology and verify read what they read".
 """
@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import re
 from collections.abc import Iterable
-from typing import Any, Dict, List, Optional, TypedDict, Union, cast
+from typing import Any, cast
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.claim_limits import (
     CLAIM_DEVICE_LIMIT,
@@ -29,9 +29,17 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types impor
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
-    Pool,
     group_pools,
     pools_by_node,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import (
+    Cell,
+    CellRef,
+    ClusterTopology,
+    NodeFact,
+    NodeTopology,
+    Pool,
+    TopologyFact,
 )
 
 GROUPED = "grouped"
@@ -54,96 +62,6 @@ _SUFFIX = {None: 1, "m": 0.001, "k": 1000, "M": 10 ** 6, "G": 10 ** 9, "T": 10 *
 
 class TopologyError(ValueError):
     """The slices cannot be turned into a topology."""
-
-
-# --------------------------------------------------------------------------- shapes
-
-
-class _CellBase(TypedDict):
-    id: int
-    devices: List[str]
-    allocatable_cpus: int
-
-
-class Cell(_CellBase, total=False):
-    """A cell of a node: its id (NUMA node, socket or 0), its devices' names, its allocatable CPUs
-    and, in individual mode when the driver publishes ``cpuID``, ``cpus`` (a cpuset)."""
-
-    cpus: str
-
-
-class NodeTopology(TypedDict):
-    """Everything one complete pool says about its node (``node_topology``)."""
-
-    pool: str
-    pool_generation: int
-    slices: int
-    mode: str
-    group_by: str
-    smt_enabled: Optional[bool]
-    allocatable_cpus: int
-    cells: List[Cell]
-    ready: bool
-    node_allocatable_mapping: bool
-
-
-class CellRef(TypedDict):
-    """The largest or smallest cell of the cluster."""
-
-    node: str
-    id: int
-    allocatable_cpus: int
-
-
-class NodeFact(TypedDict):
-    """A node in the ``dra_cpu_topology`` fact: ``cells`` maps a cell id (a string, as in JSON) to
-    its allocatable CPUs."""
-
-    allocatable_cpus: int
-    ready: bool
-    pool_generation: int
-    cells: Dict[str, int]
-
-
-class _ClusterFigures(TypedDict):
-    driver: str
-    mode: Optional[str]
-    group_by: Optional[str]
-    not_ready_nodes: List[str]
-    total_allocatable_cpus: int
-    max_vm_host_cpus: int
-    max_node_host_cpus: int
-    max_vm_vcpus: int
-    max_vm_vcpus_isolated_emulator_thread: int
-    max_vm_vcpus_even_parity: int
-    claim_device_limit: int
-    largest_cell: Optional[CellRef]
-    smallest_cell: Optional[CellRef]
-    node_allocatable_mapping: bool
-
-
-class ClusterTopology(_ClusterFigures):
-    """The detailed topology (``cluster_topology``): the cluster-wide figures and every node's
-    whole ``NodeTopology``; the table, the sizing checks and the report files read it."""
-
-    nodes: Dict[str, NodeTopology]
-
-
-class SizingProblem(TypedDict):
-    """A node (or one of its cells) that does not match what was asked for (sizing.py,
-    node_allocatable.py): the cpu_topology module's ``sizing_problems``."""
-
-    node: Optional[str]
-    cell: Optional[int]
-    observed: Union[int, str, List[int], None]
-    expected: Union[int, str, List[int], None]
-    message: str
-
-
-class TopologyFact(_ClusterFigures):
-    """The ``dra_cpu_topology`` fact (``fact_of``; plugins/modules/cpu_topology.py RETURN)."""
-
-    nodes: Dict[str, NodeFact]
 
 
 # --------------------------------------------------------------------------- devices

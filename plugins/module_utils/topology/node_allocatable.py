@@ -13,16 +13,12 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
-
-if TYPE_CHECKING:  # fact.py imports this module
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import (
-        ClusterTopology,
-        NodeTopology,
-        SizingProblem,
-    )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import (
+    ClusterTopology,
+    NodeTopology,
+    SizingProblem,
+)
 
 FIELD = "nodeAllocatableResources"
 GATE = "DRANodeAllocatableResources"
@@ -43,18 +39,18 @@ def all_carry(devices: Iterable[K8sObject]) -> bool:
     return bool(devices) and all(carries_mapping(d) for d in devices)
 
 
-def cluster_mapping(node_facts: dict[str, "NodeTopology"]) -> bool:
+def cluster_mapping(node_facts: dict[str, NodeTopology]) -> bool:
     """The fact's ``node_allocatable_mapping``: every device of every driver pool carries it (no
     pool: False)."""
     return bool(node_facts) and all(bool(n.get("node_allocatable_mapping")) for n in node_facts.values())
 
 
-def check_mapping(topology: "ClusterTopology", expected: bool | None) -> list["SizingProblem"]:
+def check_mapping(topology: ClusterTopology, expected: bool | None) -> list[SizingProblem]:
     """Problems ``{node, cell, observed, expected, message}`` (as sizing.check_shape's) of the nodes
     whose devices do not match ``expected`` (None: not checked)."""
     if expected is None:
         return []
-    problems: list["SizingProblem"] = []
+    problems: list[SizingProblem] = []
     for name in sorted(topology.get("nodes") or {}):
         has = bool(topology["nodes"][name].get("node_allocatable_mapping"))
         if has == bool(expected):
@@ -73,6 +69,6 @@ def check_mapping(topology: "ClusterTopology", expected: bool | None) -> list["S
     return problems
 
 
-def report_lines(topology: "ClusterTopology") -> list[str]:
+def report_lines(topology: ClusterTopology) -> list[str]:
     """The report's line when the mapping is on."""
     return [REPORT_ON] if topology.get("node_allocatable_mapping") else []

@@ -21,7 +21,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import ClusterTopology, NodeTopology, TopologyFact
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology, NodeTopology, TopologyFact
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import pod_state
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_files import (
     FAILURE,

@@ -24,10 +24,9 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact i
     INDIVIDUAL,
     MACHINE,
     NUMANODE,
-    ClusterTopology,
-    SizingProblem,
     TopologyError,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology, SizingProblem
 
 
 def expected_cells(num_vcpu: int | str, num_cells: int | str,

@@ -5,7 +5,7 @@
 Owns: which slices belong together (a pool, by ``spec.pool.name``; names of slices are never read),
 which generation counts (the highest), whether a pool is complete (its slices at that generation
 number its ``resourceSliceCount``), the per-node progress the waiter reports, and the shapes ``Pool``
-and ``PoolProgress``. Pure; devices are fact.py's. Why: docs/internals.md, "Why the preflight, the
+and ``PoolProgress`` (types.py). Pure; devices are fact.py's. Why: docs/internals.md, "Why the preflight, the
 topology and verify read what they read".
 """
 
@@ -13,35 +13,12 @@ from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from typing import Any, Dict, List, Optional, TypedDict
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import Pool, PoolProgress
 
 DEFAULT_DRIVER = "dra.cpu"
-
-
-class Pool(TypedDict):
-    """The slices of one pool at its highest ``generation``: ``published`` of the
-    ``resource_slice_count`` declared, ``stale_slices`` of older generations, ``complete`` or not
-    and why (``reason``, '' when complete)."""
-
-    name: str
-    node: Optional[str]
-    generation: int
-    resource_slice_count: int
-    slices: List[K8sObject]
-    published: int
-    stale_slices: int
-    complete: bool
-    reason: str
-
-
-class PoolProgress(TypedDict):
-    """Where the target nodes stand: with a complete pool, without a slice, incomplete (and why)."""
-
-    complete: List[str]
-    missing: List[str]
-    incomplete: Dict[str, str]
 
 
 def _spec(obj: K8sObject) -> K8sObject:

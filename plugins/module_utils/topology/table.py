@@ -21,8 +21,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact i
     MACHINE,
     NUMANODE,
     SOCKET,
-    ClusterTopology,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology
 
 DEVICES_WIDTH = 20
 EMPTY = "(no CPUs published)"

@@ -30,13 +30,13 @@ from typing import Any
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
-    PoolProgress,
     group_pools,
     pool_progress,
     pools_by_node,
     slice_node,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import NodeTopology, node_topology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import node_topology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import NodeTopology, PoolProgress
 
 
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"

@@ -16,7 +16,7 @@ __metaclass__ = type
 from typing import Any, List, Optional, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import TopologyFact
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import TopologyFact
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     CONTAINER,
