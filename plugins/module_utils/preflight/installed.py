@@ -107,13 +107,8 @@ def decode_release(data: str) -> ReleaseBody:
 
 
 def release_state(release_name: str, secrets: list[K8sObject] | None) -> ReleaseState:
-    """The newest revision of a release from its Secrets.
-
-    Returns ``{}`` when there is none, else ``{name, revision, status, chart, chart_version,
-    values_sha256}``; chart, chart_version and values_sha256 (``values_digest`` of the release's
-    ``config``) are '' when the release body cannot be decoded (the status and revision come from the
-    labels and are enough to detect a pending release).
-    """
+    """The newest revision of a release from its Secrets (``{}`` when none); its status and revision
+    come from the labels, the chart, version and values digest ('' when undecodable) from the body."""
     mine = [s for s in secrets or []
             if (s.get("type") in (None, RELEASE_SECRET_TYPE))
             and (((s.get("metadata") or {}).get("labels") or {}).get("name") == release_name)

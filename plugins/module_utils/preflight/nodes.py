@@ -162,15 +162,8 @@ def is_ready(node_obj: K8sObject) -> bool:
 
 
 def check_node_ready(node: str, node_obj: K8sObject) -> list[Finding]:
-    """A warning for a node whose ``Ready`` condition is not ``True``; nothing for a Ready node.
-
-    Its kubelet does not report (``Unknown``, ``NodeStatusUnknown``: the node lifecycle controller
-    also taints it ``node.kubernetes.io/unreachable``) or reports itself unhealthy (``False``): the
-    driver cannot start or publish there and no pod with a claim can start there, while the pool it
-    published before stays (the kubelet that would delete it is the one not reporting). A warning,
-    not an error: the install itself goes on (the chart's DaemonSet tolerates such nodes), and the
-    node's /configz is not read (it cannot answer).
-    """
+    """A warning (the install goes on) for a node whose ``Ready`` condition is not ``True``; nothing
+    for a Ready node."""
     cond = ready_condition(node_obj)
     status = str(cond.get("status") or "unknown (no Ready condition)")
     why = ", ".join(x for x in (cond.get("reason"), cond.get("message")) if x)
@@ -320,12 +313,7 @@ def check_eligible_nodes(eligible: list[str], excluded: list[ExcludedNode]) -> l
 
 
 def node_affinity(excluded_hostnames: list[str]) -> NodeAffinity:
-    """A chart ``affinity`` value keeping the driver off the given hostnames.
-
-    Uses ``kubernetes.io/hostname NotIn`` (the DaemonSet controller replaces
-    ``matchFields`` terms, so ``metadata.name`` cannot be used). {} when the
-    list is empty.
-    """
+    """A chart ``affinity`` value keeping the driver off the given hostnames ({} for none)."""
     values = sorted(set(excluded_hostnames or []))
     if not values:
         return {}
@@ -347,15 +335,9 @@ def node_affinity(excluded_hostnames: list[str]) -> NodeAffinity:
 def plan_skip(findings: list[Finding], skip_incompatible_nodes: bool, supports_affinity: bool,
               eligible: list[str],
               hostnames: dict[str, str] | None = None) -> tuple[list[Finding], list[SkippedNode], NodeAffinity]:
-    """Turn per-node errors into skipped nodes when asked to.
-
-    ``hostnames`` maps node name -> its ``kubernetes.io/hostname`` label.
-    Returns ``(findings, skipped_nodes, affinity)``. Without
-    ``skip_incompatible_nodes`` nothing changes. When the chart cannot take
-    a node affinity, the per-node errors stay and one more error says so.
-    When every eligible node would be skipped, an ``eligible_nodes`` error is
-    added.
-    """
+    """``(findings, skipped_nodes, affinity)``: with ``skip_incompatible_nodes``, per-node errors
+    become skipped nodes (``hostnames``: node -> its ``kubernetes.io/hostname``), unless the chart
+    takes no affinity (one more error) or no node would be left (an ``eligible_nodes`` error)."""
     hostnames = hostnames or {}
     if not skip_incompatible_nodes:
         return list(findings), [], {}

@@ -34,10 +34,7 @@ NODE_CHECKS = ("container_runtime", "cpu_manager_policy", "reserved_cpus")
 # (common/preflight_checks.py): it has no error to downgrade, and it does not count among the checks passed
 NODE_READY = "node_ready"
 
-# Upstream's compatibility table (docs/user/installation.md): every mode needs Kubernetes 1.34
-# (resource.k8s.io/v1 GA); grouped mode needs DRAConsumableCapacity, which is alpha in 1.34/1.35
-# (to be enabled on every component) and beta, on by default, from 1.36. Individual mode does not
-# use consumable capacity and runs on 1.34/1.35 without the gate.
+# upstream's compatibility table: docs/internals.md, "Why the preflight, the topology and verify read what they read"
 GROUPED = "grouped"
 INDIVIDUAL = "individual"
 MODES = (GROUPED, INDIVIDUAL)

@@ -45,7 +45,7 @@ class GateState(TypedDict):
 
 
 class ExcludedNode(TypedDict):
-    """A node the driver DaemonSet will not run on, and why."""
+    """A node the DaemonSet will not run on."""
 
     node: str
     reason: str
@@ -59,7 +59,7 @@ class SkippedNode(TypedDict):
 
 
 class Toleration(TypedDict, total=False):
-    """A pod toleration as the chart and the DaemonSet controller give it (``core/v1``)."""
+    """A pod toleration (``core/v1``)."""
 
     key: str
     operator: str
@@ -108,7 +108,7 @@ class Cluster(Target):
 
 
 class PreflightResult(TypedDict, total=False):
-    """The preflight module's result (plugins/modules/preflight.py RETURN)."""
+    """The preflight module's result (its RETURN)."""
 
     server_version: Optional[str]
     findings: List[Finding]

@@ -24,13 +24,8 @@ def _capped(cpus: int) -> int:
 
 
 def largest_claims(cells: list[int], node_cpus: int, one_device_per_cpu: bool) -> tuple[int, int]:
-    """``(in_one_cell, on_the_node)``: the most CPUs one claim can get on one node.
-
-    ``cells`` are the allocatable CPUs of the node's cells, ``node_cpus`` their sum, and
-    ``one_device_per_cpu`` true in individual mode. ``in_one_cell`` is the largest claim whose CPUs
-    all come from one cell, ``on_the_node`` the largest claim at all; in grouped mode they are the
-    same (a claim is one device). A node without cells gives ``(0, 0)``.
-    """
+    """``(in_one_cell, on_the_node)``: the most CPUs one claim can get on one node, from its cells'
+    CPUs and their sum (``one_device_per_cpu``: individual mode); ``(0, 0)`` without cells."""
     cells = list(cells)
     if not cells:
         return 0, 0

@@ -268,15 +268,8 @@ def build_topology(slices: list[K8sObject], driver: str = DEFAULT_DRIVER,
 
 def cluster_topology(node_facts: dict[str, NodeTopology], driver: str = DEFAULT_DRIVER,
                      not_ready: list[str] | None = None) -> ClusterTopology:
-    """The detailed topology from the per-node topologies (``{node: node_topology()}``): the
-    cluster-wide figures of the fact and, in ``nodes``, every node's whole ``node_topology()``
-    (fact_of keeps the figures and a node's total and cells).
-
-    ``not_ready`` names the nodes whose ``Ready`` condition is not ``True``: their pools stay in
-    ``nodes`` (what the driver last published, ``ready: false``) but count in none of the
-    cluster-wide figures, as the scheduler places no new pod there (the node lifecycle controller
-    taints it ``node.kubernetes.io/unreachable`` or ``not-ready``, NoSchedule).
-    """
+    """The detailed topology of the per-node topologies: the cluster-wide figures and every node.
+    The ``not_ready`` nodes stay in ``nodes`` (``ready: false``) but count in no figure."""
     down = set(not_ready or ())
     node_facts = dict((name, _not_ready(facts) if name in down else facts) for name, facts in node_facts.items())
     largest: tuple[str, Cell] | None = None
@@ -328,14 +321,8 @@ def _not_ready(facts: NodeTopology) -> NodeTopology:
 
 
 def fact_of(topology: ClusterTopology) -> TopologyFact:
-    """The ``dra_cpu_topology`` fact of a detailed topology (cluster_topology): its cluster-wide
-    figures, and per node ``allocatable_cpus``, ``ready``, ``pool_generation`` and ``cells``, a
-    mapping of cell id (a string, as in JSON) to the cell's allocatable CPUs.
-
-    A mapping of numbers, not the cells' dicts: Ansible copies a fact several times after the task
-    (the worker's copies for the task's conditions, the registered result, every later task's
-    variables), and the cost grows with the containers in it (bench/goal_causes.json).
-    """
+    """The ``dra_cpu_topology`` fact of a detailed topology: its figures and, per node, a mapping of
+    numbers (cheap for Ansible to copy at 1,000 nodes; bench/goal_causes.json)."""
     nodes = dict(
         (name, NodeFact(allocatable_cpus=node["allocatable_cpus"], ready=node["ready"],
                         pool_generation=node["pool_generation"],

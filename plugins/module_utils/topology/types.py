@@ -17,9 +17,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types impor
 
 
 class Pool(TypedDict):
-    """The slices of one pool at its highest ``generation``: ``published`` of the
-    ``resource_slice_count`` declared, ``stale_slices`` of older generations, ``complete`` or not
-    and why (``reason``, '' when complete)."""
+    """A pool's slices at its highest ``generation``; ``reason`` why it is not complete ('' if it is)."""
 
     name: str
     node: Optional[str]
@@ -77,8 +75,7 @@ class CellRef(TypedDict):
 
 
 class NodeFact(TypedDict):
-    """A node in the ``dra_cpu_topology`` fact: ``cells`` maps a cell id (a string, as in JSON) to
-    its allocatable CPUs."""
+    """A node in the fact: ``cells`` maps a cell id (a string, as in JSON) to its CPUs."""
 
     allocatable_cpus: int
     ready: bool
@@ -104,8 +101,7 @@ class _ClusterFigures(TypedDict):
 
 
 class ClusterTopology(_ClusterFigures):
-    """The detailed topology (``cluster_topology``): the cluster-wide figures and every node's
-    whole ``NodeTopology``; the table, the sizing checks and the report files read it."""
+    """The detailed topology (``cluster_topology``): the figures and every node's ``NodeTopology``."""
 
     nodes: Dict[str, NodeTopology]
 

@@ -4,9 +4,8 @@
 
 Owns the ResourceClaim ``<vmi>-cpu`` and the launcher pod ``virt-launcher-<vmi>`` (alpha: CPUs mirrored;
 claim-only on the KEP-5517 path), individual mode's escape-hatch claim and its NUMA attribute, and the
-script the container runs to print what virt-launcher reads (readout.py parses it). The design they
-follow: docs/upstream.md, "KubeVirt's CPUsWithDRA design as merged"; docs/internals.md, "Why the
-preflight, the topology and verify read what they read".
+script the container runs to print what virt-launcher reads (readout.py parses it). Why:
+docs/internals.md, "Why the preflight, the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -124,8 +123,7 @@ def container_script(claim: str) -> str:
         "for f in /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id; do "
         "[ -r \"$f\" ] && echo \"$f $(cat \"$f\")\"; done",
         "echo '%senv'" % MARK,
-        # PID 1's environment as the runtime set it: a shell does not pass on a variable whose name is not
-        # a shell name (DRA_CPUSET_<claim uid> holds dashes), so a child's `env` would not show it
+        # PID 1's environment: a shell does not pass on DRA_CPUSET_<claim uid> (a name with dashes)
         "tr '\\0' '\\n' < /proc/1/environ | grep '^DRA_CPUSET_' || true",
         "echo '%send'" % MARK,
         "exec sleep 86400",

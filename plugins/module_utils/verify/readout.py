@@ -2,12 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the test container saw, judged as KubeVirt's virt-launcher reads it (pure; no cluster).
 
-Owns parsing the container's log (one section per marker of ``manifests.container_script``), the
-judgement (``DRA_CPUSET_<claim uid>`` required unless ``allow_missing_dra_cpuset``; the container's
-CPUs equal to it and inside the allocated device's NUMA node or socket; the KEP-5304 metadata reported,
-required only with ``require_metadata``) and the readout's shape (``Readout``). Why: docs/upstream.md,
-"KubeVirt's CPUsWithDRA design as merged"; docs/internals.md, "Why the preflight, the topology and
-verify read what they read".
+Owns parsing the container's log (``manifests.container_script``'s sections), the judgement
+(``DRA_CPUSET_<claim uid>``, the container's CPUs and where they lie, the KEP-5304 metadata) and the
+readout's shape (``Readout``). Why: docs/internals.md, "Why the preflight, the topology and verify
+read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -48,7 +46,7 @@ REQUIRED_METADATA = (
 
 
 class MetadataDevice(TypedDict):
-    """One device of the KEP-5304 metadata file, its values as the driver wrote them."""
+    """A device of the KEP-5304 metadata, as written."""
 
     driver: Any
     pool: Any
@@ -59,7 +57,7 @@ class MetadataDevice(TypedDict):
 
 
 class Metadata(TypedDict, total=False):
-    """The metadata file as read (``error`` when unreadable) and, once judged, its NUMA nodes and CPUs."""
+    """The metadata file (``error`` when unreadable), once judged with its NUMA nodes and CPUs."""
 
     api_version: Any
     kind: Any
@@ -77,7 +75,7 @@ class Placement(TypedDict):
 
 
 class PlacementReadout(Placement):
-    """The placement and that cell's CPUs as the kernel in the container reports them."""
+    """The placement and its CPUs as the kernel reports them."""
 
     kernel_cpus: Optional[str]
 
