@@ -162,7 +162,7 @@ def pod_manifest(name: str, namespace: str, claim: str, cpus: int, image: str,
     claim's CPUs mirrored (alpha) or a QoS-only CPU request (``claim_only``, KEP-5517)."""
     amount = {"cpu": QOS_ONLY_CPU if claim_only else str(int(cpus)), "memory": MEMORY}
     compute: K8sObject = {"name": CONTAINER, "image": image, "command": ["sh", "-c", container_script(claim)],
-               "resources": {"requests": dict(amount), "limits": dict(amount),
-                             "claims": [{"name": POD_CLAIM, "request": REQUEST}]}}
+                          "resources": {"requests": dict(amount), "limits": dict(amount),
+                                        "claims": [{"name": POD_CLAIM, "request": REQUEST}]}}
     return verify_pod(name, namespace, compute, tolerations,
                       resourceClaims=[{"name": POD_CLAIM, "resourceClaimName": claim}])

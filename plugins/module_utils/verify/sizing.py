@@ -39,6 +39,7 @@ class VmSizing(TypedDict):
     emulator_thread_cpus: int
     host_cpus: int
 
+
 # option -> the role variable that sets it (messages name both)
 VARIABLES = {
     "cpus": "dra_cpu_verify_cpus",
@@ -111,9 +112,9 @@ def vmi(params: ModuleParams, topology: Mapping[str, Any]) -> VmSizing:
         sized_by = "the largest VM that fits the largest claim the driver publishes (max_vm_host_cpus %d)" % largest
     vcpus = cores * sockets * threads
     out: VmSizing = {"cores": cores, "sockets": sockets, "threads": threads, "vcpus": vcpus, "io_threads": io_threads,
-           "isolate_emulator_thread": isolate, "even_parity": even, "sized_by": sized_by,
-           "emulator_thread_cpus": emulator_thread_cpus(vcpus, io_threads, isolate, even) if vcpus else 0,
-           "host_cpus": host_cpus(vcpus, io_threads, isolate, even) if vcpus else 0}
+                     "isolate_emulator_thread": isolate, "even_parity": even, "sized_by": sized_by,
+                     "emulator_thread_cpus": emulator_thread_cpus(vcpus, io_threads, isolate, even) if vcpus else 0,
+                     "host_cpus": host_cpus(vcpus, io_threads, isolate, even) if vcpus else 0}
     return out
 
 
