@@ -15,6 +15,7 @@ __metaclass__ = type
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from typing import Any
 
 PREFLIGHT = "dra-cpu-preflight.json"
@@ -22,7 +23,7 @@ TOPOLOGY = "dra-cpu-topology.json"
 FAILURE = "dra-cpu-failure.json"
 
 
-def write_report(report_dir: str, name: str, data: dict[str, Any]) -> str | None:
+def write_report(report_dir: str, name: str, data: Mapping[str, Any]) -> str | None:
     """Write ``data`` as JSON to ``report_dir/name``; returns the path, or None without a directory.
 
     The directory is made when missing. The file is written beside its final name and renamed

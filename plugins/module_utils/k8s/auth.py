@@ -1,18 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Authentication options of the collection's cluster modules, and what of them stays secret.
+"""Authentication options of the collection's cluster modules, what of them stays secret, and which
+cluster a client targets.
 
-They are kubernetes.core's (``AUTH_ARG_SPEC``) with the redaction rule kubernetes.core adopted in
-6.3.0, kept the same whatever kubernetes.core release is installed:
-
-- ``api_key`` and ``password`` are ``no_log`` (their whole value is a secret);
-- ``kubeconfig`` is *not* ``no_log``: it is a path, or a dict holding a whole kubeconfig. Marking it
-  ``no_log`` masks every string of a dict kubeconfig wherever it appears in a result (``v1`` turns
-  ``resource.k8s.io/v1`` into ``resource.k8s.io/********``). Instead, only the secret fields of a
-  dict kubeconfig (``kubeconfig_secrets``) are registered as ``no_log_values``, by the module class
-  ``RedactingModule`` while the parameters are loaded, before Ansible validates or logs them.
-
-Also here: which kubeconfig and context a module's client was built from (``client_source``), so
-the role can say which cluster it is about to change.
+Owns kubernetes.core's ``AUTH_ARG_SPEC`` with its 6.3.0 redaction rule whatever release is installed
+(``api_key`` and ``password`` ``no_log``; ``kubeconfig`` not, as that would mask every string of a dict
+kubeconfig in every result: only its secret fields are ``no_log_values``, ``RedactingModule``), and ``describe_target`` (server, context,
+kubeconfig: the cluster the role is about to change).
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -25,9 +18,11 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Dict, Optional, TypedDict
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 
 SECRET_OPTIONS = ("api_key", "password")
 PUBLIC_OPTIONS = ("kubeconfig",)
@@ -43,8 +38,19 @@ SECRET_CLUSTER_FIELDS = frozenset(("certificate-authority-data",))
 # access-token, client-secret, ...); client-id, idp-issuer-url, cmd-path, expiry are not secret
 _SECRET_KEY_RE = re.compile(r"(token|secret|password|passwd|key)", re.IGNORECASE)
 
+# an Ansible argument spec: each option's name -> its spec (type, default, no_log, ...)
+ArgumentSpec = Dict[str, Dict[str, Any]]
 
-def auth_argument_spec(base: dict[str, Any]) -> dict[str, Any]:
+
+class Target(TypedDict):
+    """The cluster a module's client talks to (``describe_target``)."""
+
+    server: Optional[str]
+    context: Optional[str]
+    kubeconfig: Optional[str]
+
+
+def auth_argument_spec(base: ArgumentSpec) -> ArgumentSpec:
     """A copy of kubernetes.core's ``AUTH_ARG_SPEC`` (``base``): secrets no_log, kubeconfig not."""
     spec = copy.deepcopy(base)
     for name in SECRET_OPTIONS:
@@ -91,16 +97,10 @@ def _user_secrets(user: object) -> set[str]:
     return found
 
 
-def kubeconfig_secrets(kubeconfig: dict[str, Any] | str | None) -> set[str]:
-    """The secret strings of a dict kubeconfig: the values to hide in everything a module returns.
-
-    Secret: ``users[].user`` ``token``, ``password``, ``client-key-data``, the credential keys of
-    ``auth-provider.config`` and every ``exec.env[].value``; hidden too, as kubernetes.core does:
-    the embedded certificates (``client-certificate-data``, ``clusters[].cluster``
-    ``certificate-authority-data``). Kept readable: server URLs, names, contexts, ``apiVersion``,
-    ``kind``, exec commands and arguments, file paths and usernames. A path (str) or nothing gives
-    an empty set: the file's contents never enter the module's parameters.
-    """
+def kubeconfig_secrets(kubeconfig: K8sObject | str | None) -> set[str]:
+    """The secret strings of a dict kubeconfig, to hide in everything a module returns: the user's
+    credentials, ``auth-provider.config``'s credential keys, every ``exec.env[].value`` and the
+    embedded certificates; names, URLs, commands and paths stay readable. A path (str) gives none."""
     if not isinstance(kubeconfig, dict):
         return set()
     found: set[str] = set()
@@ -115,15 +115,10 @@ def kubeconfig_secrets(kubeconfig: dict[str, Any] | str | None) -> set[str]:
     return found
 
 
-def may_hold_no_log_value(data: dict[str, Any], no_log_values: set[str]) -> bool:
-    """Whether ansible's ``remove_values(data, no_log_values)`` could change anything in ``data``.
-
-    False only when no value occurs in ``data``'s JSON text, raw or JSON-escaped: JSON escapes each
-    character on its own, so a value inside any string (or key) of ``data`` is always found there.
-    A value found across the text's punctuation is a false positive, which only costs the walk. At
-    1,000 nodes x 8 cells remove_values walks the topology fact for 0.28 s, even with no value to
-    hide; this check takes 0.03 s (bench/).
-    """
+def may_hold_no_log_value(data: object, no_log_values: set[str]) -> bool:
+    """Whether ansible's ``remove_values(data, no_log_values)`` could change anything in ``data``:
+    False only when no value occurs in its JSON text, raw or JSON-escaped (0.03 s where the walk takes
+    0.28 s at 1,000 nodes x 8 cells; bench/)."""
     values = [str(v) for v in no_log_values or () if str(v)]
     if not values:
         return False
@@ -137,12 +132,10 @@ def may_hold_no_log_value(data: dict[str, Any], no_log_values: set[str]) -> bool
 class RedactingModule(AnsibleModule):
     """AnsibleModule that hides a dict kubeconfig's secret fields, and nothing else of it.
 
-    The values are registered while the parameters are loaded, so they are masked in Ansible's own
-    invocation log, in argument errors and in every result (``invocation`` included). A result's
-    ``ansible_facts`` that hold none of them (``may_hold_no_log_value``) skip remove_values' walk and
-    are put back where ansible-core writes the result (its ``_return_formatted`` and
-    ``_record_module_result``; without that hook the facts are walked as usual). Under the legacy
-    wire format a result of plain JSON types is written by ``json.dumps`` (``plain_json``).
+    The values are registered while the parameters are loaded, so they are masked everywhere
+    (``invocation`` included). ``ansible_facts`` that hold none of them skip remove_values' walk
+    (``may_hold_no_log_value``); under the legacy wire format a plain-JSON result is written by
+    ``json.dumps`` (``plain_json``).
     """
 
     _facts_as_they_are = None
@@ -197,8 +190,8 @@ def plain_json(result: dict[str, Any]) -> str | None:
 # ------------------------------------------------------------------ which cluster a client targets
 
 
-def client_source(params: dict[str, Any] | None,
-                  environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, Any] | str | None, str | None]:
+def client_source(params: ModuleParams | None,
+                  environ: Mapping[str, str] | None = None) -> tuple[str, K8sObject | str | None, str | None]:
     """Where kubernetes.core takes the connection from, as ``(kind, kubeconfig, context)``.
 
     Mirrors kubernetes.core's resolution: the module options, else ``K8S_AUTH_KUBECONFIG`` /
@@ -230,7 +223,7 @@ def client_source(params: dict[str, Any] | None,
     return "default", None, context
 
 
-def active_context(kind: str, kubeconfig: dict[str, Any] | str | None, context: str | None,
+def active_context(kind: str, kubeconfig: K8sObject | str | None, context: str | None,
                    loader: Callable[[Any], tuple[Any, Any]] | None = None) -> str | None:
     """The context name the client uses: ``context``, else the kubeconfig's current-context.
 
@@ -253,16 +246,16 @@ def active_context(kind: str, kubeconfig: dict[str, Any] | str | None, context: 
     return (active or {}).get("name") or None
 
 
-def kubeconfig_contexts(path: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def kubeconfig_contexts(path: str | None) -> tuple[list[K8sObject], K8sObject]:
     """``(contexts, active)`` of a kubeconfig file (None = the kubernetes client's default)."""
     from kubernetes import config  # the modules import it through get_api_client already
     return config.list_kube_config_contexts(config_file=path)
 
 
-def describe_target(params: dict[str, Any], server: str | None,
+def describe_target(params: ModuleParams, server: str | None,
                     loader: Callable[[Any], tuple[Any, Any]] = kubeconfig_contexts,
-                    environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``{server, context, kubeconfig}``: the cluster a module's client talks to, for the report.
+                    environ: Mapping[str, str] | None = None) -> Target:
+    """The cluster a module's client talks to, for the report.
 
     ``server`` is the client's ``configuration.host``; ``params`` the module's auth options.
     """
@@ -270,7 +263,7 @@ def describe_target(params: dict[str, Any], server: str | None,
     return {
         "server": server,
         "context": active_context(kind, kubeconfig, context, loader),
-        "kubeconfig": {"dict": "(a kubeconfig given as a dict)", "file": kubeconfig,
+        "kubeconfig": {"dict": "(a kubeconfig given as a dict)", "file": str(kubeconfig),
                        "host": "(host and credential options)",
                        "default": "(the kubernetes client's default: KUBECONFIG, else ~/.kube/config, "
                                   "or the in-cluster service account)"}[kind],

@@ -19,7 +19,7 @@ __metaclass__ = type
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # for the annotations only: no controller import at run time
 # ``get_client(source)``: kubernetes.core's ``get_api_client`` (its K8SClient is untyped)
 GetClient = Callable[[Any], Any]
 # a run function: ``run_fn(params, check_mode, source, get_client) -> result``
-RunFn = Callable[[dict[str, Any], bool, Any, GetClient], dict[str, Any]]
+RunFn = Callable[[dict[str, Any], bool, Any, GetClient], Mapping[str, Any]]
 
 COLLECTION = "kubevirtci.dra_cpu"
 # AnsibleK8SModule warns below this kubernetes client version (kubernetes.core 6.x)
@@ -162,7 +162,7 @@ def run_in_process(spec: dict[str, Any], args: dict[str, Any] | None, check_mode
             return finish({"failed": True, "msg": error}, params, no_log, warnings, deprecations)
         try:
             source = ClientOptions(params, check_mode)
-            result = run_fn(params, check_mode, source, get_client)
+            result = dict(run_fn(params, check_mode, source, get_client))
             warnings = warnings + source.warnings
         except ModuleFailure as exc:
             result = {"failed": True, "msg": exc.msg}

@@ -43,7 +43,7 @@ def run_target(params: dict[str, Any], check_mode: bool, source: Any, get_client
         client = get_client(source)
     except Exception as exc:  # pylint: disable=broad-except
         return {"failed": True, "msg": client_error(exc)}
-    result = describe_target(params, client.configuration.host)
+    result: dict[str, Any] = dict(describe_target(params, client.configuration.host))
     try:
         result["server_version"] = RawApi(client.client).version().get("gitVersion")
     except KubeRequestError as exc:

@@ -2,17 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """What is installed already: the release namespace and the helm release (pure functions).
 
-The role needs both before it writes anything: whether the namespace exists and carries the labels
-it must have (the role's Pod Security labels), and the release's status (a ``pending-*`` one must be recovered first) and chart
-version (an unchanged pinned version needs no second chart fetch). Reading them here, inside the
-preflight module's one process, saves the role three module starts on every run.
-
-Helm 3 keeps each revision of a release in a Secret ``sh.helm.release.v1.<name>.v<N>`` of type
-``helm.sh/release.v1`` labelled ``owner=helm,name=<name>,status=<status>,version=<N>``; its
-``data.release`` is base64 (the Secret encoding) of base64 of the gzipped release JSON
-(helm's pkg/storage/driver/util.go). Only the chart's name and version and a digest of the
-values (``values_sha256``, see ``values_digest``) are taken from it: the values themselves (which
-may hold secrets) are never returned.
+Owns reading, from the objects preflight listed, whether the namespace exists, is terminating and
+carries the labels the role wants, and the newest revision of the helm release from helm's release
+Secrets (status, chart, version, a digest of its values: never the values), plus ``values_digest``,
+the one digest of a release's values. The helm storage format: docs/internals.md, "Why the preflight,
+the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -24,13 +18,33 @@ import binascii
 import gzip
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Optional, TypedDict
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import NamespaceState, ReleaseState
 
 RELEASE_SECRET_TYPE = "helm.sh/release.v1"
 GZIP_MAGIC = b"\x1f\x8b\x08"
 
 
-def values_digest(values: dict[str, Any] | None) -> str:
+class _ChartMetadata(TypedDict, total=False):
+    name: str
+    version: str
+
+
+class _Chart(TypedDict, total=False):
+    metadata: _ChartMetadata
+
+
+class ReleaseBody(TypedDict, total=False):
+    """The fields of helm's release JSON read here: the chart's metadata and the user's values."""
+
+    chart: _Chart
+    config: Optional[dict[str, object]]
+
+
+def values_digest(values: Mapping[str, object] | None) -> str:
     """sha256 (hex) of the canonical JSON of helm values: keys sorted, no spaces.
 
     The one digest of both sides: the ``config`` helm stored in a release (the user-supplied values,
@@ -46,7 +60,7 @@ def values_digest(values: dict[str, Any] | None) -> str:
 HELM_SELECTOR = "owner=helm"
 
 
-def other_releases(release_name: str, secrets: list[dict[str, Any]] | None) -> list[str]:
+def other_releases(release_name: str, secrets: list[K8sObject] | None) -> list[str]:
     """The names of the helm releases other than ``release_name`` that keep their revisions in
     ``secrets`` (uninstall leaves a namespace holding any of them in place)."""
     names = set()
@@ -57,7 +71,7 @@ def other_releases(release_name: str, secrets: list[dict[str, Any]] | None) -> l
     return sorted(names)
 
 
-def namespace_state(name: str, obj: dict[str, Any] | None, want_labels: dict[str, Any] | None = None) -> dict[str, Any]:
+def namespace_state(name: str, obj: K8sObject | None, want_labels: dict[str, str] | None = None) -> NamespaceState:
     """``{name, exists, terminating, labels, labels_ok}`` from a Namespace object (None: it does not
     exist); ``labels_ok``: it carries every label of ``want_labels`` with that value. A terminating
     namespace takes no new objects: the caller waits until it is gone."""
@@ -75,7 +89,7 @@ def namespace_state(name: str, obj: dict[str, Any] | None, want_labels: dict[str
     }
 
 
-def _revision(secret: dict[str, Any] | None) -> int:
+def _revision(secret: K8sObject | None) -> int:
     version: Any = (((secret or {}).get("metadata") or {}).get("labels") or {}).get("version")
     try:
         return int(version)
@@ -83,22 +97,18 @@ def _revision(secret: dict[str, Any] | None) -> int:
         return -1
 
 
-def decode_release(data: str) -> dict[str, Any]:
+def decode_release(data: str) -> ReleaseBody:
     """The release dict from a Secret's ``data.release`` as the API returns it (a str)."""
     raw = base64.b64decode(base64.b64decode(data))
     if raw[:3] == GZIP_MAGIC:
         raw = gzip.decompress(raw)
-    return json.loads(raw.decode("utf-8"))
+    body: ReleaseBody = json.loads(raw.decode("utf-8"))
+    return body
 
 
-def release_state(release_name: str, secrets: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """The newest revision of a release from its Secrets.
-
-    Returns ``{}`` when there is none, else ``{name, revision, status, chart, chart_version,
-    values_sha256}``; chart, chart_version and values_sha256 (``values_digest`` of the release's
-    ``config``) are '' when the release body cannot be decoded (the status and revision come from the
-    labels and are enough to detect a pending release).
-    """
+def release_state(release_name: str, secrets: list[K8sObject] | None) -> ReleaseState:
+    """The newest revision of a release from its Secrets (``{}`` when none); its status and revision
+    come from the labels, the chart, version and values digest ('' when undecodable) from the body."""
     mine = [s for s in secrets or []
             if (s.get("type") in (None, RELEASE_SECRET_TYPE))
             and (((s.get("metadata") or {}).get("labels") or {}).get("name") == release_name)

@@ -2,13 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Preflight rules for KEP-5517 node-allocatable mappings (``dra_cpu_node_allocatable_mapping``).
 
-Owns the two checks of the ``node_allocatable_gate`` finding, asked only when the mapping is on:
-the API server (its ``kubernetes_feature_enabled`` metric, read as for ``DRAConsumableCapacity``)
-and the kubelet of every driver node (its ``/configz`` ``featureGates``) must run with
-``DRANodeAllocatableResources``. An API server without it drops ``nodeAllocatableResources`` from
-the slices; a kubelet without it does not account the mapped CPUs. The scheduler's and the
-controller-manager's gates cannot be read through the API: the scheduler's shows in verify.
-Pure functions over data gather.py read; no I/O.
+Owns the two checks of the ``node_allocatable_gate`` finding, asked only when the mapping is on: the
+API server (its ``kubernetes_feature_enabled`` metric) and the kubelet of every driver node (its
+``/configz`` ``featureGates``, its version) must run with ``DRANodeAllocatableResources``. Pure
+functions over data gather.py read.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -16,6 +13,9 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 from typing import Any
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Finding
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
     VersionError,
@@ -49,7 +49,7 @@ def _fix(where: str) -> str:
             "kube-scheduler, kube-controller-manager and every kubelet), %s" % (where, GATE, _OFF))
 
 
-def check_api_server(metrics_text: str | None, error: str | None = None) -> list[dict[str, Any]]:
+def check_api_server(metrics_text: str | None, error: str | None = None) -> list[Finding]:
     """The API server must report ``DRANodeAllocatableResources`` enabled; None (``error`` the
     reason) or a metric without the gate's sample is an error too: the mapping is asked for and
     nothing confirms the API server keeps it."""
@@ -79,16 +79,16 @@ def check_api_server(metrics_text: str | None, error: str | None = None) -> list
         observed="disabled (%s)" % stage, required=REQUIRED, fix=_fix("kube-apiserver"))]
 
 
-def kubelet_gates(configz: str | bytes | dict[str, Any]) -> dict[str, Any]:
+def kubelet_gates(configz: str | bytes | K8sObject) -> dict[str, bool]:
     """The ``featureGates`` a kubelet ``/configz`` shows (only the ones set). Raises ValueError
     when the document is not a kubelet configz."""
-    gates = kubelet_config(configz).get("featureGates") or {}
+    gates: dict[str, bool] = kubelet_config(configz).get("featureGates") or {}
     if not isinstance(gates, dict):
         raise ValueError("featureGates is not a mapping")
     return gates
 
 
-def _too_old(node: str, kubelet_version: str | None) -> list[dict[str, Any]]:
+def _too_old(node: str, kubelet_version: str | None) -> list[Finding]:
     """A kubelet older than KUBELET_MIN_VERSION knows the gate (1.36) but does not account the CPUs."""
     try:
         old = bool(kubelet_version) and not version_at_least(parse_version(str(kubelet_version)),
@@ -106,7 +106,7 @@ def _too_old(node: str, kubelet_version: str | None) -> list[dict[str, Any]]:
 
 
 def check_kubelet(node: str, configz: Any, error: str | None = None,
-                  api_stage: str | None = None, kubelet_version: str | None = None) -> list[dict[str, Any]]:
+                  api_stage: str | None = None, kubelet_version: str | None = None) -> list[Finding]:
     """The kubelet of ``node`` must be >= 1.37 (``kubelet_version``, the Node's nodeInfo) and run with
     the gate. ``configz`` None (``error`` the reason) or unreadable: an error (nothing confirms it). A
     gate the kubelet does not set is its default, on only when the API server reports the gate beta
@@ -149,7 +149,7 @@ def api_stage(metrics_text: str | None) -> str | None:
     return None if state is None else state["stage"]
 
 
-def not_ready(node: str) -> list[dict[str, Any]]:
+def not_ready(node: str) -> list[Finding]:
     """A driver node that is not Ready cannot answer: a warning (its kubelet is checked when it is)."""
     return [finding(CHECK, WARNING,
                     "node %s is not Ready: its kubelet's %s was not checked" % (node, GATE),
@@ -157,7 +157,7 @@ def not_ready(node: str) -> list[dict[str, Any]]:
                     fix="run the role again once node %s is Ready" % node)]
 
 
-def not_checked(node: str) -> list[dict[str, Any]]:
+def not_checked(node: str) -> list[Finding]:
     """``check_configz`` false: the kubelet's gate is not read, a warning."""
     return [finding(CHECK, WARNING,
                     "node %s: the kubelet's %s was not checked (check_configz is false)" % (node, GATE),

@@ -19,6 +19,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import format_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import (
+    ExcludedNode,
+    Finding,
+    NodeAffinity,
+    SkippedNode,
+    Toleration,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import (
     ERROR,
     NODE_CHECKS,
@@ -37,11 +45,11 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions
 RUNTIME_MINIMUMS = {"cri-o": "1.30", "containerd": "2.0"}
 
 # The chart's default tolerations.
-CHART_TOLERATIONS = [{"operator": "Exists", "effect": "NoSchedule"}]
+CHART_TOLERATIONS: list[Toleration] = [{"operator": "Exists", "effect": "NoSchedule"}]
 
 # Tolerations the DaemonSet controller adds to every daemon pod (hostNetwork pods
 # also get network-unavailable).
-DAEMONSET_TOLERATIONS = [
+DAEMONSET_TOLERATIONS: list[Toleration] = [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
@@ -57,7 +65,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 # --------------------------------------------------------------------------- per node
 
 
-def check_container_runtime(node: str, runtime_version: str | None) -> list[dict[str, Any]]:
+def check_container_runtime(node: str, runtime_version: str | None) -> list[Finding]:
     """CRI-O >= 1.30 or containerd >= 2.0 (NRI and CDI)."""
     required = "cri-o >= %s or containerd >= %s" % (RUNTIME_MINIMUMS["cri-o"], RUNTIME_MINIMUMS["containerd"])
     name, version = parse_runtime_version(runtime_version)
@@ -81,7 +89,7 @@ def check_container_runtime(node: str, runtime_version: str | None) -> list[dict
                     node=node, observed=observed, required=required, fix=fix)]
 
 
-def kubelet_config(configz: str | bytes | dict[str, Any]) -> dict[str, Any]:
+def kubelet_config(configz: str | bytes | K8sObject) -> K8sObject:
     """The KubeletConfiguration in a kubelet ``/configz`` document (bytes, str or dict). Raises
     ValueError when the document is not a kubelet configz."""
     if isinstance(configz, bytes):
@@ -98,7 +106,7 @@ def kubelet_config(configz: str | bytes | dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def parse_configz(configz: str | bytes | dict[str, Any]) -> str:
+def parse_configz(configz: str | bytes | K8sObject) -> str:
     """``cpuManagerPolicy`` from a kubelet ``/configz`` document (str or dict).
 
     A missing field means the kubelet default ``none``. Raises ValueError when
@@ -107,8 +115,8 @@ def parse_configz(configz: str | bytes | dict[str, Any]) -> str:
     return kubelet_config(configz).get("cpuManagerPolicy") or "none"
 
 
-def check_cpu_manager_policy(node: str, configz: dict[str, Any] | str | None,
-                             error: str | None = None) -> list[dict[str, Any]]:
+def check_cpu_manager_policy(node: str, configz: K8sObject | str | None,
+                             error: str | None = None) -> list[Finding]:
     """The kubelet's ``cpuManagerPolicy`` must be ``none``.
 
     ``configz`` None (``error`` the reason) or unparseable: a warning.
@@ -139,7 +147,7 @@ def check_cpu_manager_policy(node: str, configz: dict[str, Any] | str | None,
             "dra_cpu_skip_incompatible_nodes: true")]
 
 
-def ready_condition(node_obj: dict[str, Any]) -> dict[str, Any]:
+def ready_condition(node_obj: K8sObject) -> K8sObject:
     """The node's ``Ready`` condition (a dict; {} when it has none)."""
     for cond in ((node_obj or {}).get("status") or {}).get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type") == "Ready":
@@ -147,22 +155,15 @@ def ready_condition(node_obj: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def is_ready(node_obj: dict[str, Any]) -> bool:
+def is_ready(node_obj: K8sObject) -> bool:
     """True when the node's ``Ready`` condition is ``True`` (its kubelet reports and is healthy); the
     same for a pod (the topology stage's rollout: its containers are ready)."""
     return str(ready_condition(node_obj).get("status")) == "True"
 
 
-def check_node_ready(node: str, node_obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """A warning for a node whose ``Ready`` condition is not ``True``; nothing for a Ready node.
-
-    Its kubelet does not report (``Unknown``, ``NodeStatusUnknown``: the node lifecycle controller
-    also taints it ``node.kubernetes.io/unreachable``) or reports itself unhealthy (``False``): the
-    driver cannot start or publish there and no pod with a claim can start there, while the pool it
-    published before stays (the kubelet that would delete it is the one not reporting). A warning,
-    not an error: the install itself goes on (the chart's DaemonSet tolerates such nodes), and the
-    node's /configz is not read (it cannot answer).
-    """
+def check_node_ready(node: str, node_obj: K8sObject) -> list[Finding]:
+    """A warning (the install goes on) for a node whose ``Ready`` condition is not ``True``; nothing
+    for a Ready node."""
     cond = ready_condition(node_obj)
     status = str(cond.get("status") or "unknown (no Ready condition)")
     why = ", ".join(x for x in (cond.get("reason"), cond.get("message")) if x)
@@ -178,7 +179,7 @@ def check_node_ready(node: str, node_obj: dict[str, Any]) -> list[dict[str, Any]
             "node from the cluster (kubectl delete node %s), then re-run" % node)]
 
 
-def node_cpu_count(node_obj: dict[str, Any]) -> int | None:
+def node_cpu_count(node_obj: K8sObject) -> int | None:
     """CPU count from ``status.capacity.cpu`` of a Node (int) or None."""
     capacity = ((node_obj or {}).get("status") or {}).get("capacity") or {}
     value = capacity.get("cpu")
@@ -193,7 +194,7 @@ def node_cpu_count(node_obj: dict[str, Any]) -> int | None:
         return None
 
 
-def check_reserved_cpus(node: str, reserved: Iterable[int | str] | None, cpu_count: int | None) -> list[dict[str, Any]]:
+def check_reserved_cpus(node: str, reserved: Iterable[int | str] | None, cpu_count: int | None) -> list[Finding]:
     """Every reserved CPU id must exist on the node (ids < capacity cpu count),
     and at least one CPU must be left for the driver."""
     ids = sorted(set(int(c) for c in reserved or ()))
@@ -227,7 +228,7 @@ def check_reserved_cpus(node: str, reserved: Iterable[int | str] | None, cpu_cou
 # --------------------------------------------------------------------------- placement
 
 
-def _tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
+def _tolerates(toleration: Toleration, taint: K8sObject) -> bool:
     effect = toleration.get("effect") or ""
     if effect and effect != taint.get("effect"):
         return False
@@ -242,7 +243,7 @@ def _tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
     return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
-def untolerated_taints(node_obj: dict[str, Any], tolerations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def untolerated_taints(node_obj: K8sObject, tolerations: list[Toleration]) -> list[K8sObject]:
     """NoSchedule/NoExecute taints of a node that ``tolerations`` (plus the
     DaemonSet controller's own) do not tolerate."""
     all_tolerations = list(tolerations or []) + DAEMONSET_TOLERATIONS
@@ -256,19 +257,19 @@ def untolerated_taints(node_obj: dict[str, Any], tolerations: list[dict[str, Any
     return out
 
 
-def _taint_text(taint: dict[str, Any]) -> str:
+def _taint_text(taint: K8sObject) -> str:
     text = taint.get("key") or ""
     if taint.get("value"):
         text += "=" + taint["value"]
     return "%s:%s" % (text, taint.get("effect"))
 
 
-def node_name(node_obj: dict[str, Any] | None) -> str | None:
+def node_name(node_obj: K8sObject | None) -> str | None:
     return ((node_obj or {}).get("metadata") or {}).get("name")
 
 
-def eligible_nodes(nodes: list[dict[str, Any]], node_selector: dict[str, Any] | None = None,
-                   tolerations: list[dict[str, Any]] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+def eligible_nodes(nodes: list[K8sObject], node_selector: dict[str, str] | None = None,
+                   tolerations: list[Toleration] | None = None) -> tuple[list[str], list[ExcludedNode]]:
     """Which nodes the driver DaemonSet will run on.
 
     Returns ``(eligible, excluded)``: ``eligible`` a sorted list of node
@@ -277,7 +278,7 @@ def eligible_nodes(nodes: list[dict[str, Any]], node_selector: dict[str, Any] | 
     node_selector = node_selector or {}
     tolerations = CHART_TOLERATIONS if tolerations is None else tolerations
     eligible: list[str] = []
-    excluded: list[dict[str, Any]] = []
+    excluded: list[ExcludedNode] = []
     for obj in sorted(nodes or [], key=lambda n: node_name(n) or ""):
         name: Any = node_name(obj)  # a Node always has a name
         labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -295,7 +296,7 @@ def eligible_nodes(nodes: list[dict[str, Any]], node_selector: dict[str, Any] | 
     return eligible, excluded
 
 
-def check_eligible_nodes(eligible: list[str], excluded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_eligible_nodes(eligible: list[str], excluded: list[ExcludedNode]) -> list[Finding]:
     """At least one node must be able to run the driver."""
     observed = "%d eligible, %d excluded" % (len(eligible), len(excluded))
     details = "; ".join("%s: %s" % (e["node"], e["reason"]) for e in excluded)
@@ -311,13 +312,8 @@ def check_eligible_nodes(eligible: list[str], excluded: list[dict[str, Any]]) ->
     return [finding("eligible_nodes", OK, message, observed=observed, required="at least one node")]
 
 
-def node_affinity(excluded_hostnames: list[str]) -> dict[str, Any]:
-    """A chart ``affinity`` value keeping the driver off the given hostnames.
-
-    Uses ``kubernetes.io/hostname NotIn`` (the DaemonSet controller replaces
-    ``matchFields`` terms, so ``metadata.name`` cannot be used). {} when the
-    list is empty.
-    """
+def node_affinity(excluded_hostnames: list[str]) -> NodeAffinity:
+    """A chart ``affinity`` value keeping the driver off the given hostnames ({} for none)."""
     values = sorted(set(excluded_hostnames or []))
     if not values:
         return {}
@@ -336,18 +332,12 @@ def node_affinity(excluded_hostnames: list[str]) -> dict[str, Any]:
     }
 
 
-def plan_skip(findings: list[dict[str, Any]], skip_incompatible_nodes: bool, supports_affinity: bool,
+def plan_skip(findings: list[Finding], skip_incompatible_nodes: bool, supports_affinity: bool,
               eligible: list[str],
-              hostnames: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """Turn per-node errors into skipped nodes when asked to.
-
-    ``hostnames`` maps node name -> its ``kubernetes.io/hostname`` label.
-    Returns ``(findings, skipped_nodes, affinity)``. Without
-    ``skip_incompatible_nodes`` nothing changes. When the chart cannot take
-    a node affinity, the per-node errors stay and one more error says so.
-    When every eligible node would be skipped, an ``eligible_nodes`` error is
-    added.
-    """
+              hostnames: dict[str, str] | None = None) -> tuple[list[Finding], list[SkippedNode], NodeAffinity]:
+    """``(findings, skipped_nodes, affinity)``: with ``skip_incompatible_nodes``, per-node errors
+    become skipped nodes (``hostnames``: node -> its ``kubernetes.io/hostname``), unless the chart
+    takes no affinity (one more error) or no node would be left (an ``eligible_nodes`` error)."""
     hostnames = hostnames or {}
     if not skip_incompatible_nodes:
         return list(findings), [], {}
@@ -359,7 +349,7 @@ def plan_skip(findings: list[dict[str, Any]], skip_incompatible_nodes: bool, sup
                 reasons[item["node"]].append(item["check"])
     if not reasons:
         return list(findings), [], {}
-    skipped = [{"node": node, "reasons": reasons[node]} for node in sorted(reasons)]
+    skipped: list[SkippedNode] = [{"node": node, "reasons": reasons[node]} for node in sorted(reasons)]
     if not supports_affinity:
         extra = finding(
             "eligible_nodes", ERROR,
@@ -370,7 +360,7 @@ def plan_skip(findings: list[dict[str, Any]], skip_incompatible_nodes: bool, sup
         return list(findings) + [extra], [], {}
     out = []
     for item in findings:
-        item = dict(item)
+        item = item.copy()
         if item["severity"] == ERROR and item["node"] in reasons and item["check"] in NODE_CHECKS:
             item["severity"] = WARNING
             item["message"] += " (node skipped: the driver will not run there)"

@@ -14,9 +14,10 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 from collections.abc import Iterable
-from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import ERROR, OK, WARNING
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import Target
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Finding, SkippedNode
 
 
 # the summary (and report) when the role turned the checks off (the module's ``checks: false``)
@@ -35,7 +36,7 @@ def _text(value: str | None) -> str:
     return "" if value is None else "%s" % (value,)
 
 
-def finding_line(item: dict[str, Any]) -> str:
+def finding_line(item: Finding) -> str:
     """``[ERROR] check on node: message (observed: x; required: y) fix: z``."""
     line = "[%s] %s" % (item["severity"].upper(), item["check"])
     if item.get("node"):
@@ -48,8 +49,8 @@ def finding_line(item: dict[str, Any]) -> str:
     return line
 
 
-def render_report(findings: list[dict[str, Any]], checked_nodes: list[str] | None = None,
-                  skipped_nodes: list[dict[str, Any]] | None = None) -> list[str]:
+def render_report(findings: list[Finding], checked_nodes: list[str] | None = None,
+                  skipped_nodes: list[SkippedNode] | None = None) -> list[str]:
     """The report lines for a preflight result."""
     errors = sum(1 for f in findings if f["severity"] == ERROR)
     warnings = sum(1 for f in findings if f["severity"] == WARNING)
@@ -72,14 +73,14 @@ def _node_list(names: Iterable[str] | None) -> str:
     return text
 
 
-def cluster_line(cluster: dict[str, Any]) -> str:
+def cluster_line(cluster: Target) -> str:
     """``<API server> (context <name>, kubeconfig <path>)``: the cluster the role changes (the role's
     release task is named with it)."""
     return "%s (context %s, kubeconfig %s)" % (
         cluster.get("server"), cluster.get("context") or "none", cluster.get("kubeconfig"))
 
 
-def summary_lines(findings: list[dict[str, Any]], checked_nodes: list[str] | None = None,
+def summary_lines(findings: list[Finding], checked_nodes: list[str] | None = None,
                   checked: bool = True) -> list[str]:
     """``preflight: N checks passed on <nodes> (E errors, W warnings)`` and the warning and error lines
     (``finding_line``), or ``NOT_RUN`` when the checks were off. The cluster is not on it: the role's

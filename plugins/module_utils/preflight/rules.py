@@ -2,16 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Preflight rules for the cluster as a whole, and the outcome of all findings.
 
-Owns: the finding shape, the cluster-wide checks (server version, the
-``resource.k8s.io/v1`` API, the feature gate from the API server's
-``kubernetes_feature_enabled`` metric), the ignore list and the summary.
-Pure functions over data the preflight module gathered; no I/O. The per-node
-checks and where the driver runs live in nodes.py; the report text
-in report.py.
-
-A finding is a dict ``{check, severity, node, observed, required, message,
-fix}`` with ``severity`` one of ``error``, ``warning``, ``ok`` and ``node``
-None for cluster-wide checks.
+Owns: building a finding, the cluster-wide checks (server version, the ``resource.k8s.io/v1`` API,
+the feature gate from the API server's ``kubernetes_feature_enabled`` metric), the ignore list and
+the summary. Pure; the per-node checks are nodes.py's, the report text report.py's, the shapes
+types.py's.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -20,7 +14,9 @@ __metaclass__ = type
 
 import re
 from collections.abc import Iterable
-from typing import Any
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Finding, GateState, Summary
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
     VersionError,
@@ -38,10 +34,7 @@ NODE_CHECKS = ("container_runtime", "cpu_manager_policy", "reserved_cpus")
 # (common/preflight_checks.py): it has no error to downgrade, and it does not count among the checks passed
 NODE_READY = "node_ready"
 
-# Upstream's compatibility table (docs/user/installation.md): every mode needs Kubernetes 1.34
-# (resource.k8s.io/v1 GA); grouped mode needs DRAConsumableCapacity, which is alpha in 1.34/1.35
-# (to be enabled on every component) and beta, on by default, from 1.36. Individual mode does not
-# use consumable capacity and runs on 1.34/1.35 without the gate.
+# upstream's compatibility table: docs/internals.md, "Why the preflight, the topology and verify read what they read"
 GROUPED = "grouped"
 INDIVIDUAL = "individual"
 MODES = (GROUPED, INDIVIDUAL)
@@ -53,8 +46,8 @@ RESOURCE_VERSION = "v1"
 
 
 def finding(check: str, severity: str, message: str, node: str | None = None, observed: str | None = None,
-            required: str | None = None, fix: str = "") -> dict[str, Any]:
-    """Build one finding dict."""
+            required: str | None = None, fix: str = "") -> Finding:
+    """Build one finding."""
     return {
         "check": check,
         "severity": severity,
@@ -75,13 +68,13 @@ _METRIC_LINE = re.compile(
 _LABEL = re.compile(r'(?P<key>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
 
 
-def parse_feature_gates(metrics_text: bytes | str) -> dict[str, Any]:
+def parse_feature_gates(metrics_text: bytes | str | None) -> dict[str, GateState]:
     """Parse the ``kubernetes_feature_enabled`` samples of a Prometheus text.
 
     Returns ``{gate_name: {"enabled": bool, "stage": str}}``; an empty dict
     when the metric family is absent.
     """
-    gates: dict[str, Any] = {}
+    gates: dict[str, GateState] = {}
     if not metrics_text:
         return gates
     if isinstance(metrics_text, bytes):
@@ -113,7 +106,7 @@ def gate_enabled(metrics_text: str, gate: str = DEFAULT_FEATURE_GATE) -> bool | 
     return gates[gate]["enabled"]
 
 
-def _gate_not_needed(metrics_text: str | None, gate: str) -> list[dict[str, Any]]:
+def _gate_not_needed(metrics_text: str | None, gate: str) -> list[Finding]:
     """Individual mode: the gate is reported, never required."""
     state = parse_feature_gates(metrics_text).get(gate) if metrics_text is not None else None
     if state is None:
@@ -125,7 +118,7 @@ def _gate_not_needed(metrics_text: str | None, gate: str) -> list[dict[str, Any]
 
 
 def check_feature_gate(metrics_text: str | None, gate: str = DEFAULT_FEATURE_GATE, error: str | None = None,
-                       mode: str = GROUPED) -> list[dict[str, Any]]:
+                       mode: str = GROUPED) -> list[Finding]:
     """In grouped mode ``gate`` must be enabled on the API server
     (``kubernetes_feature_enabled``); individual mode does not need it.
 
@@ -172,9 +165,9 @@ def check_feature_gate(metrics_text: str | None, gate: str = DEFAULT_FEATURE_GAT
 # --------------------------------------------------------------------------- server
 
 
-def check_server_version(version: str | dict[str, Any], min_version: str = DEFAULT_MIN_VERSION,
+def check_server_version(version: str | K8sObject, min_version: str = DEFAULT_MIN_VERSION,
                          gate_on: bool | None = None, gate: str = DEFAULT_FEATURE_GATE,
-                         mode: str = GROUPED) -> list[dict[str, Any]]:
+                         mode: str = GROUPED) -> list[Finding]:
     """Every mode needs Kubernetes >= 1.34 (``resource.k8s.io/v1``).
 
     Grouped mode needs >= ``min_version`` (where ``gate`` is on by default); an
@@ -223,7 +216,7 @@ def check_server_version(version: str | dict[str, Any], min_version: str = DEFAU
             "Kubernetes %s without it" % (min_version, gate, RESOURCE_MIN_VERSION))]
 
 
-def served_group_versions(discovery: dict[str, Any] | list[str]) -> set[str]:
+def served_group_versions(discovery: K8sObject | list[str]) -> set[str]:
     """``group/version`` strings served, from an APIGroupList dict or a list."""
     served = set()
     if isinstance(discovery, dict):
@@ -237,8 +230,8 @@ def served_group_versions(discovery: dict[str, Any] | list[str]) -> set[str]:
     return served
 
 
-def check_resource_api(discovery: dict[str, Any] | list[str], group: str = RESOURCE_GROUP,
-                       version: str = RESOURCE_VERSION) -> list[dict[str, Any]]:
+def check_resource_api(discovery: K8sObject | list[str], group: str = RESOURCE_GROUP,
+                       version: str = RESOURCE_VERSION) -> list[Finding]:
     """``resource.k8s.io/v1`` must be served."""
     wanted = "%s/%s" % (group, version)
     served = served_group_versions(discovery)
@@ -256,12 +249,12 @@ def check_resource_api(discovery: dict[str, Any] | list[str], group: str = RESOU
 # --------------------------------------------------------------------------- outcome
 
 
-def apply_ignore(findings: list[dict[str, Any]], ignore: Iterable[str] | None) -> list[dict[str, Any]]:
+def apply_ignore(findings: list[Finding], ignore: Iterable[str] | None) -> list[Finding]:
     """Downgrade errors of the named checks to warnings (new list)."""
     ignored = set(ignore or [])
     out = []
     for item in findings:
-        item = dict(item)
+        item = item.copy()
         if item["check"] in ignored and item["severity"] == ERROR:
             item["severity"] = WARNING
             item["message"] += " (ignored: %s is in the preflight ignore list)" % item["check"]
@@ -269,7 +262,7 @@ def apply_ignore(findings: list[dict[str, Any]], ignore: Iterable[str] | None) -
     return out
 
 
-def summarize(findings: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(findings: list[Finding]) -> Summary:
     """``{errors, warnings, passed, message}``; message lists each error."""
     errors = [f for f in findings if f["severity"] == ERROR]
     warnings = [f for f in findings if f["severity"] == WARNING]

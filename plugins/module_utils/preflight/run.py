@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec, describe_target
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec, describe_target
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as preflight_nodes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report as preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.gather import read_installed, run_checks
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import PreflightResult
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import supports_node_affinity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.preflight_checks import CHECKS
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_files import PREFLIGHT, write_report
@@ -34,8 +36,8 @@ if TYPE_CHECKING:  # the annotation only: the module does not import the runner
     from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
 
-def argument_spec() -> dict[str, Any]:
-    spec = dict(
+def argument_spec() -> ArgumentSpec:
+    spec: ArgumentSpec = dict(
         checks=dict(type="bool", default=True),
         cpu_device_mode=dict(type="str", default=rules.GROUPED, choices=list(rules.MODES)),
         min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),
@@ -59,13 +61,13 @@ def argument_spec() -> dict[str, Any]:
     return spec
 
 
-def could_not_run(message: str) -> dict[str, Any]:
+def could_not_run(message: str) -> PreflightResult:
     """The failure before any finding, with the one-line report the role prints."""
     lines = preflight_report.could_not_run(message)
     return {"failed": True, "msg": message, "report": lines, "summary": lines}
 
 
-def option_problem(params: dict[str, Any]) -> tuple[str | None, list[int] | None]:
+def option_problem(params: ModuleParams) -> tuple[str | None, list[int] | None]:
     """The first option the spec cannot check that is wrong (message), and the reserved CPUs."""
     try:
         reserved = parse_cpuset(params["reserved_cpus"])
@@ -82,10 +84,10 @@ def option_problem(params: dict[str, Any]) -> tuple[str | None, list[int] | None
     return None, reserved
 
 
-def not_checked(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
+def not_checked(api: RawApi, params: ModuleParams) -> PreflightResult:
     """``checks: false``: the shape of a passing result without findings (the cluster is asked for
     its version all the same, so an unreachable one fails here as target_cluster does)."""
-    result: dict[str, Any] = {
+    result: PreflightResult = {
         "server_version": api.version().get("gitVersion"),
         "findings": [], "error_count": 0, "warning_count": 0, "passed": True,
         "checked_nodes": [], "excluded_nodes": [], "skipped_nodes": [], "node_affinity": {},
@@ -96,7 +98,7 @@ def not_checked(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def run_preflight(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
+def run_preflight(params: ModuleParams, check_mode: bool, source: Any, get_client: "GetClient") -> PreflightResult:
     """The module's result: ``get_client(source)`` builds the client (kubernetes.core's
     ``get_api_client`` with the module, or runner.ClientOptions in process)."""
     problem, reserved = option_problem(params)
@@ -115,11 +117,13 @@ def run_preflight(params: dict[str, Any], check_mode: bool, source: Any, get_cli
     except KubeRequestError as exc:
         return could_not_run("preflight could not read the cluster: %s" % exc.message)
     # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
-    result["cluster"] = describe_target(params, client.configuration.host)
-    result["cluster"]["text"] = preflight_report.cluster_line(result["cluster"])
+    cluster = describe_target(params, client.configuration.host)
+    result["cluster"] = {"server": cluster["server"], "context": cluster["context"], "kubeconfig": cluster["kubeconfig"],
+                         "text": preflight_report.cluster_line(cluster)}
     # the checked nodes whose Ready condition is not True (None: not asked): cpu_topology counts
     # their pools in no figure without asking again
-    result["not_ready_nodes"] = (sorted(set(f["node"] for f in result["findings"] if f["check"] == rules.NODE_READY))
+    result["not_ready_nodes"] = (sorted(set(f["node"] for f in result["findings"]
+                                            if f["check"] == rules.NODE_READY and f["node"]))
                                  if params["checks"] else None)
     result["summary"] = preflight_report.summary_lines(result["findings"], result["checked_nodes"],
                                                        checked=params["checks"])
@@ -129,5 +133,6 @@ def run_preflight(params: dict[str, Any], check_mode: bool, source: Any, get_cli
     result["changed"] = False
     if not result["passed"]:
         # the lines with the message: the role fails on this result and prints nothing before it
-        result.update(failed=True, msg="\n".join([message] + result["summary"]))
+        result["failed"] = True
+        result["msg"] = "\n".join([message or ""] + result["summary"])
     return result

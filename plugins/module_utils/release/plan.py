@@ -68,7 +68,7 @@ def pending_message(status: str, release_name: str, namespace: str) -> str:
                                       recover_command(status, release_name, namespace)))
 
 
-def namespace_labels(namespace: dict[str, Any] | None, psa_labels: dict[str, str] | None,
+def namespace_labels(namespace: Mapping[str, Any] | None, psa_labels: dict[str, str] | None,
                      owner_label: dict[str, str] | None) -> tuple[dict[str, str], bool]:
     """``(labels, creates)``: the labels to set on the namespace ({} when it carries them) and
     whether this run creates it (it does not exist, or is being deleted)."""
@@ -84,7 +84,7 @@ def namespace_labels(namespace: dict[str, Any] | None, psa_labels: dict[str, str
     return ({} if ok else dict(psa_labels or {})), False
 
 
-def plan(namespace: dict[str, Any], release: dict[str, Any], wanted: dict[str, Any],
+def plan(namespace: Mapping[str, Any], release: dict[str, Any], wanted: dict[str, Any],
          recover: bool = False) -> dict[str, Any]:
     """The plan for ``namespace`` (``namespace_state``) and ``release`` (``release_state``, {} for
     none) given ``wanted``: ``name``, ``namespace``, ``chart_version`` (the version the chart stage

@@ -6,7 +6,8 @@
 * ``driver_pods.py``: the release's DaemonSets, their pods and nodes;
 * ``waiter.py``: one list, then one watch of the slices until every target pool is complete;
 * ``slice_pools.py``: slices -> pools, the generation that counts, completeness, progress;
-* ``fact.py``: complete pools -> per-node, per-cell topology (the fact's shape);
+* ``fact.py``: complete pools -> per-node, per-cell topology and the fact;
+* ``types.py``: the shapes (pool, cell, node, the detailed topology, the fact, a sizing problem);
 * ``node_allocatable.py``: KEP-5517 ``nodeAllocatableResources`` in the devices, the fact's
   ``node_allocatable_mapping``, its check against the release and the report line;
 * ``claim_limits.py``: the API's 32 devices per claim -> the largest claim per cell and node;

@@ -2,18 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """How many CPUs one ResourceClaim can really be allocated: the Kubernetes API's device limit.
 
-Owns: the API's limit on the devices of one claim (``CLAIM_DEVICE_LIMIT``) and the largest claim
-a node's cells allow under it (``largest_claims``), in both device modes. fact.py puts the
-numbers into the ``dra_cpu_topology`` fact; table.py words them. Pure; no cluster.
-
-* Grouped mode: a KubeVirt claim is one device (``count: 1``) with a ``<driver>/cpu`` capacity
-  request, so it takes all its CPUs from one device (one NUMA cell, socket or the machine) and the
-  device limit never binds: the largest claim is the largest device's capacity, NUMA-aligned or
-  not.
-* Individual mode: one device per CPU, a claim is a ``count`` of devices, and the allocation of one
-  claim holds at most ``CLAIM_DEVICE_LIMIT`` devices. A claim whose devices may come from any cell
-  gets at most min(limit, the node's CPUs); one that keeps them in one NUMA cell (what KubeVirt's
-  NUMA-aligned dedicated CPUs need) at most min(limit, the largest cell's CPUs).
+Owns the limit on the devices of one claim (``CLAIM_DEVICE_LIMIT``) and the largest claims a node's
+cells allow under it (``largest_claims``): in grouped mode the largest device's capacity (a claim is one
+device), in individual mode the largest cell and the whole node, each cut to the limit. fact.py puts
+the numbers into the fact, table.py words them. Pure.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -32,13 +24,8 @@ def _capped(cpus: int) -> int:
 
 
 def largest_claims(cells: list[int], node_cpus: int, one_device_per_cpu: bool) -> tuple[int, int]:
-    """``(in_one_cell, on_the_node)``: the most CPUs one claim can get on one node.
-
-    ``cells`` are the allocatable CPUs of the node's cells, ``node_cpus`` their sum, and
-    ``one_device_per_cpu`` true in individual mode. ``in_one_cell`` is the largest claim whose CPUs
-    all come from one cell, ``on_the_node`` the largest claim at all; in grouped mode they are the
-    same (a claim is one device). A node without cells gives ``(0, 0)``.
-    """
+    """``(in_one_cell, on_the_node)``: the most CPUs one claim can get on one node, from its cells'
+    CPUs and their sum (``one_device_per_cpu``: individual mode); ``(0, 0)`` without cells."""
     cells = list(cells)
     if not cells:
         return 0, 0

@@ -1,30 +1,12 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Complete pools -> the CPU topology of each node and of the cluster.
+"""Complete pools -> the CPU topology of each node and of the cluster, and their shapes.
 
-Owns: reading the devices of a complete pool (attributes, ``<driver>/cpu``
-capacity, the cell each device belongs to), the detailed topology that the
-table, the sizing checks and the report files read, and the shape of the
-``dra_cpu_topology`` fact (``fact_of``: per node its total and its cells'
-allocatable CPUs, the cluster-wide figures). Which slices form a complete pool is
-slice_pools.py; the largest claim the API allocates is claim_limits.py; the
-sizing rule is sizing.py; the table is table.py. Pure functions;
-nothing here talks to a cluster.
-
-* Grouped mode: one device per cell (NUMA node, socket or the machine) with
-  capacity ``<driver>/cpu``; the cell's allocatable CPUs are that capacity.
-* Individual mode: one device per CPU and no capacity; cells are the NUMA
-  nodes (attribute ``numaNodeID``) and a cell's allocatable CPUs are its
-  number of devices.
-* ``max_vm_host_cpus`` is the largest claim the API allocates with all its
-  CPUs in one cell, ``max_node_host_cpus`` the largest on one node at all
-  (claim_limits.py): in grouped mode both are the largest device's capacity
-  (a claim takes all its CPUs from one device); in individual mode they are
-  the largest cell and the largest node, each cut to the API's limit of
-  ``claim_device_limit`` devices per claim.
-* ``max_vm_vcpus``, ``max_vm_vcpus_isolated_emulator_thread`` and ``max_vm_vcpus_even_parity`` are
-  the largest VM in vCPUs whose claim is ``max_vm_host_cpus`` (KubeVirt's claim size,
-  common/kubevirt_sizes.py): without ``isolateEmulatorThread``, with it, and with it and even parity.
+Owns: reading a pool's devices (attributes, ``<driver>/cpu`` capacity, the cell of each device), the
+detailed topology (``cluster_topology``) that the table, the sizing checks and the report files read,
+and the ``dra_cpu_topology`` fact (``fact_of``), as types.py declares them. Which slices form a
+pool is slice_pools.py, the largest claim claim_limits.py. Pure; the upstream facts it rests on are in
+docs/internals.md, "Why the preflight, the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -33,7 +15,7 @@ __metaclass__ = type
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.claim_limits import (
     CLAIM_DEVICE_LIMIT,
@@ -43,11 +25,21 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
     format_cpuset,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.kubevirt_sizes import vm_sizes
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
     group_pools,
     pools_by_node,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import (
+    Cell,
+    CellRef,
+    ClusterTopology,
+    NodeFact,
+    NodeTopology,
+    Pool,
+    TopologyFact,
 )
 
 GROUPED = "grouped"
@@ -97,7 +89,7 @@ def parse_quantity(value: Any) -> float | int:
     return number
 
 
-def _devices(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def _devices(obj: K8sObject) -> list[K8sObject]:
     devices = []
     for device in ((obj or {}).get("spec") or {}).get("devices") or []:
         if isinstance(device, dict) and "basic" in device and isinstance(device["basic"], dict):
@@ -109,7 +101,7 @@ def _devices(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return devices
 
 
-def device_attribute(device: dict[str, Any], name: str, driver: str = DEFAULT_DRIVER, default: Any = None) -> Any:
+def device_attribute(device: K8sObject, name: str, driver: str = DEFAULT_DRIVER, default: Any = None) -> Any:
     """Value of attribute ``name`` (qualified ``<driver>/name`` or bare ``name``)."""
     attrs = device.get("attributes") or {}
     for key in ("%s/%s" % (driver, name), name):
@@ -129,7 +121,7 @@ def attribute_value(value: Any, default: Any = None) -> Any:
     return value
 
 
-def device_capacity(device: dict[str, Any], driver: str = DEFAULT_DRIVER) -> int | float | None:
+def device_capacity(device: K8sObject, driver: str = DEFAULT_DRIVER) -> int | float | None:
     """The ``<driver>/cpu`` capacity of a device, or None (individual device)."""
     capacity = device.get("capacity") or {}
     for key in ("%s/cpu" % driver, "cpu"):
@@ -141,7 +133,7 @@ def device_capacity(device: dict[str, Any], driver: str = DEFAULT_DRIVER) -> int
 # --------------------------------------------------------------------------- topology
 
 
-def group_of(device: dict[str, Any], driver: str) -> tuple[str, int]:
+def group_of(device: K8sObject, driver: str) -> tuple[str, int]:
     """(group_by, cell_id) of a grouped-mode device."""
     name = device.get("name") or ""
     for pattern, group in _GROUP_NAMES:
@@ -166,7 +158,7 @@ def group_of(device: dict[str, Any], driver: str) -> tuple[str, int]:
     return MACHINE, 0
 
 
-def numa_of(device: dict[str, Any], driver: str) -> int:
+def numa_of(device: K8sObject, driver: str) -> int:
     for attr, domain in (("numaNodeID", driver), ("numaNode", "dra.net"),
                          ("numaNode", "resource.kubernetes.io")):
         value = device_attribute(device, attr, domain)
@@ -175,16 +167,10 @@ def numa_of(device: dict[str, Any], driver: str) -> int:
     return 0
 
 
-def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[str, Any]:
-    """The topology of one complete pool.
-
-    Returns ``{pool_generation, allocatable_cpus, cells, mode, group_by,
-    pool, slices, smt_enabled, ready, node_allocatable_mapping}`` (the last: every device carries
-    KEP-5517's ``nodeAllocatableResources``; ``ready`` true: cluster_topology
-    sets it false for a node that is not Ready); each cell is ``{id, devices,
-    allocatable_cpus}`` (individual mode adds ``cpus``, the cpuset of the
-    cell's CPU ids when the driver publishes ``cpuID``).
-    """
+def node_topology(pool: Pool, driver: str = DEFAULT_DRIVER) -> NodeTopology:
+    """The topology of one complete pool (``node_allocatable_mapping``: every device carries
+    KEP-5517's ``nodeAllocatableResources``; ``ready`` true: cluster_topology sets it false for a
+    node that is not Ready)."""
     devices = []
     for obj in pool["slices"]:
         devices.extend(_devices(obj))
@@ -195,7 +181,7 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
         if value is not None:
             smt = bool(value) if smt is None else (smt or bool(value))
 
-    cells: dict[int, dict[str, Any]] = {}
+    cells: dict[int, Cell] = {}
     if grouped:
         mode = GROUPED
         groups = set()
@@ -203,8 +189,10 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
             group, cell_id = group_of(device, driver)
             groups.add(group)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
-            cell["devices"].append(device.get("name"))
-            cell["allocatable_cpus"] += device_capacity(device, driver)
+            cell["devices"].append(device.get("name") or "")
+            # not None: ``grouped`` holds the devices with a capacity
+            capacity: Any = device_capacity(device, driver)
+            cell["allocatable_cpus"] += capacity
         if len(groups) == 1:
             group_by = groups.pop()
         else:
@@ -216,7 +204,7 @@ def node_topology(pool: dict[str, Any], driver: str = DEFAULT_DRIVER) -> dict[st
         for device in devices:
             cell_id = numa_of(device, driver)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
-            cell["devices"].append(device.get("name"))
+            cell["devices"].append(device.get("name") or "")
             cell["allocatable_cpus"] += 1
             cpu = device_attribute(device, "cpuID", driver)
             if cpu is not None:
@@ -258,8 +246,8 @@ def _common(values: Iterable[str | None]) -> str | None:
     return "mixed"
 
 
-def complete_node_topologies(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
-                             nodes: list[str] | None = None) -> dict[str, Any]:
+def complete_node_topologies(slices: list[K8sObject], driver: str = DEFAULT_DRIVER,
+                             nodes: list[str] | None = None) -> dict[str, NodeTopology]:
     """``{node: node_topology()}`` of the nodes with a complete pool; ``nodes`` (optional) restricts
     it to those node names."""
     by_node = pools_by_node(group_pools(slices, driver))
@@ -268,8 +256,8 @@ def complete_node_topologies(slices: list[dict[str, Any]], driver: str = DEFAULT
                 if (wanted is None or node in wanted) and by_node[node]["complete"])
 
 
-def build_topology(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
-                   nodes: list[str] | None = None) -> dict[str, Any]:
+def build_topology(slices: list[K8sObject], driver: str = DEFAULT_DRIVER,
+                   nodes: list[str] | None = None) -> ClusterTopology:
     """Build the ``dra_cpu_topology`` facts from ResourceSlices.
 
     Only nodes with a complete pool are included; ``nodes`` (optional)
@@ -278,21 +266,14 @@ def build_topology(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
     return cluster_topology(complete_node_topologies(slices, driver, nodes), driver)
 
 
-def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
-                     not_ready: list[str] | None = None) -> dict[str, Any]:
-    """The detailed topology from the per-node topologies (``{node: node_topology()}``): the
-    cluster-wide figures of the fact and, in ``nodes``, every node's whole ``node_topology()``
-    (fact_of keeps the figures and a node's total and cells).
-
-    ``not_ready`` names the nodes whose ``Ready`` condition is not ``True``: their pools stay in
-    ``nodes`` (what the driver last published, ``ready: false``) but count in none of the
-    cluster-wide figures, as the scheduler places no new pod there (the node lifecycle controller
-    taints it ``node.kubernetes.io/unreachable`` or ``not-ready``, NoSchedule).
-    """
+def cluster_topology(node_facts: dict[str, NodeTopology], driver: str = DEFAULT_DRIVER,
+                     not_ready: list[str] | None = None) -> ClusterTopology:
+    """The detailed topology of the per-node topologies: the cluster-wide figures and every node.
+    The ``not_ready`` nodes stay in ``nodes`` (``ready: false``) but count in no figure."""
     down = set(not_ready or ())
-    node_facts = dict((name, dict(facts, ready=False) if name in down else facts)
-                      for name, facts in node_facts.items())
-    largest = smallest = None
+    node_facts = dict((name, _not_ready(facts) if name in down else facts) for name, facts in node_facts.items())
+    largest: tuple[str, Cell] | None = None
+    smallest: tuple[str, Cell] | None = None
     in_one_cell = on_one_node = 0
     for node in sorted(node_facts):
         facts = node_facts[node]
@@ -307,7 +288,7 @@ def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
             if smallest is None or cell["allocatable_cpus"] < smallest[1]["allocatable_cpus"]:
                 smallest = (node, cell)
 
-    def _ref(item: tuple[str, dict[str, Any]] | None) -> dict[str, Any] | None:
+    def _ref(item: tuple[str, Cell] | None) -> CellRef | None:
         if item is None:
             return None
         return {"node": item[0], "id": item[1]["id"], "allocatable_cpus": item[1]["allocatable_cpus"]}
@@ -333,22 +314,19 @@ def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
     }
 
 
-# a node's keys in the fact (fact_of); the rest of node_topology() is in the table and the report files
-FACT_NODE_KEYS = ("allocatable_cpus", "ready", "pool_generation")
+def _not_ready(facts: NodeTopology) -> NodeTopology:
+    copy = facts.copy()
+    copy["ready"] = False
+    return copy
 
 
-def fact_of(topology: dict[str, Any]) -> dict[str, Any]:
-    """The ``dra_cpu_topology`` fact of a detailed topology (cluster_topology): its cluster-wide
-    figures, and per node ``allocatable_cpus``, ``ready``, ``pool_generation`` and ``cells``, a
-    mapping of cell id (a string, as in JSON) to the cell's allocatable CPUs.
-
-    A mapping of numbers, not the cells' dicts: Ansible copies a fact several times after the task
-    (the worker's copies for the task's conditions, the registered result, every later task's
-    variables), and the cost grows with the containers in it (bench/goal_causes.json).
-    """
-    fact = dict(topology)
-    fact["nodes"] = dict(
-        (name, dict([(key, node[key]) for key in FACT_NODE_KEYS]
-                    + [("cells", dict((str(c["id"]), c["allocatable_cpus"]) for c in node["cells"]))]))
+def fact_of(topology: ClusterTopology) -> TopologyFact:
+    """The ``dra_cpu_topology`` fact of a detailed topology: its figures and, per node, a mapping of
+    numbers (cheap for Ansible to copy at 1,000 nodes; bench/goal_causes.json)."""
+    nodes = dict(
+        (name, NodeFact(allocatable_cpus=node["allocatable_cpus"], ready=node["ready"],
+                        pool_generation=node["pool_generation"],
+                        cells=dict((str(c["id"]), c["allocatable_cpus"]) for c in node["cells"])))
         for name, node in topology["nodes"].items())
-    return fact
+    # the same figures, in the same order, with the nodes' facts in place of their topologies
+    return cast(TopologyFact, dict(topology, nodes=nodes))

@@ -2,15 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """KEP-5517 node-allocatable mappings in the published devices (``dra_cpu_node_allocatable_mapping``).
 
-Owns: whether a device carries ``nodeAllocatableResources`` (upstream main publishes it on every
-device with ``publishNodeAllocatableResourceMapping``: grouped ``{cpu: {mapping: {capacityKey:
-dra.cpu/cpu, capacityMultiplier: "1"}}}``, individual ``{cpu: {mapping: {deviceMultiplier: "1"}}}``),
-whether a node's or the cluster's pools all do (the fact's ``node_allocatable_mapping``), the check
-of a topology against what the release asks for, and the report line. A complete pool whose devices
-lack the mapping the release asks for does not count: the topology stage looks again within its
-``sizing_grace`` (after an upgrade the old driver's pool is complete until the new pod publishes) and
-then fails saying the API server drops the field (``DRANodeAllocatableResources`` off there), instead
-of waiting for its timeout. Pure functions over the ``resource.k8s.io/v1`` JSON; no I/O.
+Owns: whether a device, a node's pool or every pool carries ``nodeAllocatableResources`` (the fact's
+``node_allocatable_mapping``), the check of a topology against what the release asks for (a pool
+without the mapping the release asks for means the API server drops the field) and the report line.
+Pure.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -18,14 +13,19 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 from collections.abc import Iterable
-from typing import Any
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import (
+    ClusterTopology,
+    NodeTopology,
+    SizingProblem,
+)
 
 FIELD = "nodeAllocatableResources"
 GATE = "DRANodeAllocatableResources"
 REPORT_ON = "node-allocatable mapping (KEP-5517): on"
 
 
-def carries_mapping(device: dict[str, Any]) -> bool:
+def carries_mapping(device: K8sObject) -> bool:
     """The device has a non-empty ``nodeAllocatableResources`` (v1beta1: under ``basic``)."""
     value = (device or {}).get(FIELD)
     if value is None and isinstance((device or {}).get("basic"), dict):
@@ -33,24 +33,24 @@ def carries_mapping(device: dict[str, Any]) -> bool:
     return isinstance(value, dict) and bool(value)
 
 
-def all_carry(devices: Iterable[dict[str, Any]]) -> bool:
+def all_carry(devices: Iterable[K8sObject]) -> bool:
     """Every device carries the mapping (and there is at least one)."""
     devices = list(devices)
     return bool(devices) and all(carries_mapping(d) for d in devices)
 
 
-def cluster_mapping(node_facts: dict[str, Any]) -> bool:
+def cluster_mapping(node_facts: dict[str, NodeTopology]) -> bool:
     """The fact's ``node_allocatable_mapping``: every device of every driver pool carries it (no
     pool: False)."""
     return bool(node_facts) and all(bool(n.get("node_allocatable_mapping")) for n in node_facts.values())
 
 
-def check_mapping(topology: dict[str, Any], expected: bool | None) -> list[dict[str, Any]]:
+def check_mapping(topology: ClusterTopology, expected: bool | None) -> list[SizingProblem]:
     """Problems ``{node, cell, observed, expected, message}`` (as sizing.check_shape's) of the nodes
     whose devices do not match ``expected`` (None: not checked)."""
     if expected is None:
         return []
-    problems = []
+    problems: list[SizingProblem] = []
     for name in sorted(topology.get("nodes") or {}):
         has = bool(topology["nodes"][name].get("node_allocatable_mapping"))
         if has == bool(expected):
@@ -69,6 +69,6 @@ def check_mapping(topology: dict[str, Any], expected: bool | None) -> list[dict[
     return problems
 
 
-def report_lines(topology: dict[str, Any]) -> list[str]:
+def report_lines(topology: ClusterTopology) -> list[str]:
     """The report's line when the mapping is on."""
     return [REPORT_ON] if topology.get("node_allocatable_mapping") else []

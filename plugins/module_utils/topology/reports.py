@@ -2,28 +2,26 @@
 # SPDX-License-Identifier: Apache-2.0
 """What cpu_topology leaves in ``report_dir`` for a CI lane's artifacts.
 
-Owns: the content of ``dra-cpu-topology.json`` (the ``dra_cpu_topology`` fact and, as
-``node_details``, each node's whole topology: devices, CPU ids, SMT, pool, slices, mode, after a
-successful wait) and of ``dra-cpu-failure.json`` (after a failed one: the message, the nodes still
-pending with their driver pod's state and last log lines, the topology and node details of the nodes
-that did complete, every
-ResourceSlice of the driver and the state of every driver pod), so that a failed lane's artifacts
-say why. The files and how they are written are report_files.py; reading the pods' logs is
-pod_diagnostics.py.
+Owns the content of ``dra-cpu-topology.json`` (the fact and each node's whole topology) and of
+``dra-cpu-failure.json`` (``FailureReport``: the message, the pending nodes with their driver pod's
+state and last log lines, what did complete, every ResourceSlice of the driver and the state of every
+driver pod). Writing the files is report_files.py's, reading the pods' logs pod_diagnostics.py's.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Dict, List, Optional, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     list_driver_pods,
     pod_node,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology, NodeTopology, TopologyFact
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import pod_state
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_files import (
     FAILURE,
@@ -33,7 +31,23 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_f
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SLICES_PATH
 
 
-def _read(what: str, read: Callable[[], list[dict[str, Any]]]) -> tuple[list[dict[str, Any]] | None, str | None]:
+class _FailureReport(TypedDict):
+    message: str
+    pending_nodes: List[dict[str, Any]]  # pod_diagnostics.py's entries
+    topology: Optional[TopologyFact]
+    node_details: Dict[str, NodeTopology]
+    resource_slices: Optional[List[K8sObject]]
+    driver_pods: List[dict[str, Any]]  # pod_diagnostics.pod_state and the node
+
+
+class FailureReport(_FailureReport, total=False):
+    """``dra-cpu-failure.json``: the message, what the wait saw, a fresh read of the slices and pods
+    (``read_errors`` when a read failed)."""
+
+    read_errors: List[str]
+
+
+def _read(what: str, read: Callable[[], list[K8sObject]]) -> tuple[list[K8sObject] | None, str | None]:
     """``(value, None)`` or ``(None, error)``: a failure report is written even when a read fails."""
     try:
         return read(), None
@@ -41,19 +55,19 @@ def _read(what: str, read: Callable[[], list[dict[str, Any]]]) -> tuple[list[dic
         return None, "cannot read %s: %s" % (what, exc.message)
 
 
-def failure_report(api: RawApi, driver: str, namespace: str, selectors: list[str], message: str, result: dict[str, Any],
-                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
+def failure_report(api: RawApi, driver: str, namespace: str, selectors: list[str], message: str,
+                   result: Mapping[str, Any], detail: ClusterTopology | None = None) -> FailureReport:
     """The failure report: the message and what the wait saw, plus a fresh read of the driver's
     slices and pods (one list each)."""
     slices, slices_error = _read("the ResourceSlices", lambda: api.get_json(
         SLICES_PATH, {"fieldSelector": "spec.driver=%s" % driver}).get("items") or [])
     pods, pods_error = _read("the driver pods", lambda: list_driver_pods(api, namespace, selectors))
-    report = {
+    report: FailureReport = {
         "message": message,
         "pending_nodes": result.get("pending_nodes") or [],
         # the nodes that completed (a timeout), or all of them (a sizing mismatch)
         "topology": result.get("topology") or (result.get("ansible_facts") or {}).get("dra_cpu_topology"),
-        "node_details": (detail or {}).get("nodes") or {},
+        "node_details": (detail.get("nodes") or {}) if detail else {},
         "resource_slices": slices,
         "driver_pods": [dict(pod_state(p), node=pod_node(p)) for p in pods or []],
     }
@@ -63,9 +77,9 @@ def failure_report(api: RawApi, driver: str, namespace: str, selectors: list[str
     return report
 
 
-def write_topology_reports(report_dir: str | None, api: RawApi, params: dict[str, Any], selectors: list[str],
-                           result: dict[str, Any], failure: str | None,
-                           detail: dict[str, Any] | None = None) -> str | None:
+def write_topology_reports(report_dir: str | None, api: RawApi, params: ModuleParams, selectors: list[str],
+                           result: Mapping[str, Any], failure: str | None,
+                           detail: ClusterTopology | None = None) -> str | None:
     """``dra-cpu-topology.json`` after a successful wait, ``dra-cpu-failure.json`` after a failed one;
     ``detail`` is the detailed topology (fact.cluster_topology). Returns the path written (None
     without ``report_dir``)."""
@@ -75,4 +89,4 @@ def write_topology_reports(report_dir: str | None, api: RawApi, params: dict[str
         return write_report(report_dir, FAILURE, failure_report(
             api, params["driver"], params["namespace"], selectors, failure, result, detail))
     return write_report(report_dir, TOPOLOGY, dict(result["ansible_facts"]["dra_cpu_topology"],
-                                                   node_details=(detail or {}).get("nodes") or {}))
+                                                   node_details=(detail.get("nodes") or {}) if detail else {}))

@@ -31,6 +31,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import GROUP_BY, MODES
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import not_published_line, render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     describe_selectors,
@@ -145,7 +146,7 @@ def run(api: RawApi, params: dict[str, Any], reserved: list[int], clock: Callabl
 def _settle(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: list[str], problem: str | None,
             clock: Callable[[], float] | None, sleep: Callable[[float], None] | None, result: dict[str, Any],
             failure: str | None,
-            detail: dict[str, Any] | None) -> tuple[dict[str, Any], str | None, dict[str, Any] | None]:
+            detail: ClusterTopology | None) -> tuple[dict[str, Any], str | None, ClusterTopology | None]:
     """Every pool is complete but does not have the sizes asked for: within ``sizing_grace`` seconds
     look again, once a second. After an upgrade (new reservedCPUs) upstream's ResourceSlice
     controller updates a pool in place and keeps its generation when at most one slice changed
@@ -165,7 +166,7 @@ def _settle(api: RawApi, params: dict[str, Any], reserved: list[int], selectors:
 
 def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: list[str], problem: str | None,
           clock: Callable[[], float] | None,
-          sleep: Callable[[float], None] | None) -> tuple[dict[str, Any], str | None, dict[str, Any] | None]:
+          sleep: Callable[[float], None] | None) -> tuple[dict[str, Any], str | None, ClusterTopology | None]:
     """One wait (or snapshot): ``(result, failure message or None, detailed topology or None)``; the
     result holds the fact (fact.fact_of), the table and the sizing checks read the detail."""
     kwargs: dict[str, Any] = dict((k, v) for k, v in (("clock", clock), ("sleep", sleep)) if v is not None)
@@ -279,7 +280,7 @@ def not_ready_nodes(api: RawApi, params: dict[str, Any], names: Iterable[str]) -
 
 
 def _facts(api: RawApi, waited: dict[str, Any], params: dict[str, Any],
-           down: list[str] | None = None) -> dict[str, Any]:
+           down: list[str] | None = None) -> ClusterTopology:
     """The detailed topology of the targets that completed: their node topologies were built by the waiter
     as each pool completed, so only the cluster-wide part is left to do here. ``down``: the not-Ready
     targets when already read."""

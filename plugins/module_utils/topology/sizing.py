@@ -26,6 +26,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact i
     NUMANODE,
     TopologyError,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology, SizingProblem
 
 
 def expected_cells(num_vcpu: int | str, num_cells: int | str,
@@ -61,12 +62,12 @@ def expected_cells(num_vcpu: int | str, num_cells: int | str,
 
 
 def _problem(node: str | None, cell: int | None, observed: int | str | list[int], expected: int | str | list[int],
-             message: str) -> dict[str, Any]:
+             message: str) -> SizingProblem:
     return {"node": node, "cell": cell, "observed": observed, "expected": expected, "message": message}
 
 
-def check_shape(topology: dict[str, Any], expected_mode: str | None = "",
-                expected_group_by: str | None = "") -> list[dict[str, Any]]:
+def check_shape(topology: ClusterTopology, expected_mode: str | None = "",
+                expected_group_by: str | None = "") -> list[SizingProblem]:
     """Compare each node's published device mode and grouping with the ones asked for (the
     release's values; '' checks nothing). Returns problems as ``check_sizing``. After an upgrade to
     another mode or grouping the old driver's pool is complete until the new pod publishes: a
@@ -86,9 +87,9 @@ def check_shape(topology: dict[str, Any], expected_mode: str | None = "",
     return problems
 
 
-def check_sizing(topology: dict[str, Any], expected_cells_per_node: int | str | None = None,
+def check_sizing(topology: ClusterTopology, expected_cells_per_node: int | str | None = None,
                  expected_cpus_per_node: int | str | None = None,
-                 reserved_cpus: Iterable[int | str] = ()) -> list[dict[str, Any]]:
+                 reserved_cpus: Iterable[int | str] = ()) -> list[SizingProblem]:
     """Compare the published topology with the kubevirtci sizing rule.
 
     Returns a list of problems ``{node, cell, observed, expected, message}``
@@ -98,7 +99,7 @@ def check_sizing(topology: dict[str, Any], expected_cells_per_node: int | str | 
     the CPU ids of each cell when published). With only one of them, the
     number of cells or the node total is checked.
     """
-    problems: list[dict[str, Any]] = []
+    problems: list[SizingProblem] = []
     reserved = sorted(set(int(c) for c in reserved_cpus or ()))
     cells_n = int(expected_cells_per_node) if expected_cells_per_node not in (None, "") else None
     cpus_n = int(expected_cpus_per_node) if expected_cpus_per_node not in (None, "") else None
@@ -195,7 +196,7 @@ def _host_cpus(count: int) -> str:
     return "%d host CPU%s" % (count, "" if count == 1 else "s")
 
 
-def _nodes_cpus(topology: dict[str, Any]) -> str:
+def _nodes_cpus(topology: ClusterTopology) -> str:
     """Each node and what it publishes: ``node01 cells 0=4, 1=6; node02 no CPU; node03 not Ready``,
     past MAX_NAMED_NODES nodes ``and N more``."""
     names = sorted(topology.get("nodes") or {})
@@ -216,7 +217,7 @@ def _nodes_cpus(topology: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def check_min_cell_cpus(topology: dict[str, Any], min_cell_cpus: int | str | None) -> str | None:
+def check_min_cell_cpus(topology: ClusterTopology, min_cell_cpus: int | str | None) -> str | None:
     """None when one claim of ``min_cell_cpus`` CPUs fits in one cell, else a message with the numbers:
     why, each node's cells (a node not Ready counts in no figure) and how to turn the check off.
 

@@ -2,21 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """ResourceSlices of dra-driver-cpu -> pools and their completeness.
 
-Owns: which slices belong together (a pool), which generation of a pool
-counts, and whether a pool is complete; the per-node progress the waiter
-reports. Pure functions over ResourceSlice objects as plain dicts (the JSON
-shape of ``resource.k8s.io/v1``); nothing here talks to a cluster, reads
-devices (that is fact.py) or formats text (table.py).
-
-Rules (see docs/internals.md and the driver reference):
-
-* Slices are grouped by pool (``spec.pool.name``); the node of a pool is
-  ``spec.nodeName``. Slice names are never looked at: they changed between
-  driver releases.
-* A pool is complete when the number of its slices at the pool's highest
-  ``spec.pool.generation`` equals ``spec.pool.resourceSliceCount`` of those
-  slices. Slices of older generations are left-overs of an update and are
-  ignored.
+Owns: which slices belong together (a pool, by ``spec.pool.name``; names of slices are never read),
+which generation counts (the highest), whether a pool is complete (its slices at that generation
+number its ``resourceSliceCount``), the per-node progress the waiter reports, and the shapes ``Pool``
+and ``PoolProgress`` (types.py). Pure; devices are fact.py's. Why: docs/internals.md, "Why the preflight, the
+topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -25,14 +15,17 @@ __metaclass__ = type
 
 from typing import Any
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import Pool, PoolProgress
+
 DEFAULT_DRIVER = "dra.cpu"
 
 
-def _spec(obj: dict[str, Any]) -> dict[str, Any]:
+def _spec(obj: K8sObject) -> K8sObject:
     return (obj or {}).get("spec") or {}
 
 
-def _pool(obj: dict[str, Any]) -> dict[str, Any]:
+def _pool(obj: K8sObject) -> K8sObject:
     return _spec(obj).get("pool") or {}
 
 
@@ -43,26 +36,19 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
-def slice_node(obj: dict[str, Any]) -> str | None:
+def slice_node(obj: K8sObject) -> str | None:
     """The node a slice belongs to (``spec.nodeName``) or None."""
     return _spec(obj).get("nodeName") or None
 
 
-def slice_name(obj: dict[str, Any]) -> str:
+def slice_name(obj: K8sObject) -> str:
     return ((obj or {}).get("metadata") or {}).get("name") or ""
 
 
-def group_pools(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER) -> dict[str, Any]:
-    """Group slices by pool and judge each pool's completeness.
-
-    Returns ``{pool_name: pool}`` where pool is a dict with keys ``name``,
-    ``node``, ``generation`` (highest seen), ``resource_slice_count``
-    (declared at that generation), ``slices`` (the slices at that
-    generation), ``published`` (their number), ``stale_slices`` (number of
-    slices of older generations), ``complete`` (bool) and ``reason`` (why it is
-    not complete, '' when complete). Slices of other drivers are ignored.
-    """
-    by_pool: dict[str, list[dict[str, Any]]] = {}
+def group_pools(slices: list[K8sObject], driver: str = DEFAULT_DRIVER) -> dict[str, Pool]:
+    """``{pool_name: Pool}``: slices grouped by pool, each pool judged complete or not. Slices of
+    other drivers are ignored."""
+    by_pool: dict[str, list[K8sObject]] = {}
     for obj in slices or []:
         spec = _spec(obj)
         if driver and spec.get("driver") not in (None, driver):
@@ -73,7 +59,7 @@ def group_pools(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER) -> d
             continue
         by_pool.setdefault(name, []).append(obj)
 
-    result = {}
+    result: dict[str, Pool] = {}
     for name, members in by_pool.items():
         generation = max(_int(_pool(s).get("generation")) for s in members)
         current = [s for s in members if _int(_pool(s).get("generation")) == generation]
@@ -105,9 +91,9 @@ def group_pools(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER) -> d
     return result
 
 
-def pools_by_node(pools: dict[str, Any]) -> dict[str, Any]:
+def pools_by_node(pools: dict[str, Pool]) -> dict[str, Pool]:
     """Map node name -> its pool (the pool named after the node wins)."""
-    out = {}
+    out: dict[str, Pool] = {}
     for name in sorted(pools):
         pool = pools[name]
         node = pool["node"]
@@ -118,14 +104,10 @@ def pools_by_node(pools: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def pool_progress(slices: list[dict[str, Any]], targets: list[str], driver: str = DEFAULT_DRIVER) -> dict[str, Any]:
-    """Where each target node stands: ``{complete, missing, incomplete}``.
-
-    ``complete``: sorted node names with a complete pool; ``missing``: sorted
-    node names without any slice; ``incomplete``: ``{node: reason}``.
-    """
+def pool_progress(slices: list[K8sObject], targets: list[str], driver: str = DEFAULT_DRIVER) -> PoolProgress:
+    """Where each target node stands (node names sorted)."""
     by_node = pools_by_node(group_pools(slices, driver))
-    progress: dict[str, Any] = {"complete": [], "missing": [], "incomplete": {}}
+    progress: PoolProgress = {"complete": [], "missing": [], "incomplete": {}}
     for node in sorted(set(targets)):
         pool = by_node.get(node)
         if pool is None:

@@ -22,6 +22,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact i
     NUMANODE,
     SOCKET,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology
 
 DEVICES_WIDTH = 20
 EMPTY = "(no CPUs published)"
@@ -59,7 +60,7 @@ def in_vcpus(host_cpus: Any) -> str:
         sizes["isolated_emulator_thread"], sizes["even_parity"])
 
 
-def sizing_lines(topology: dict[str, Any]) -> list[str]:
+def sizing_lines(topology: ClusterTopology) -> list[str]:
     """The largest VM, worded for the device mode (the numbers come from fact.py), in host CPUs and
     in KubeVirt's vCPUs (``in_vcpus``).
 
@@ -100,7 +101,7 @@ def not_published_line(pending_nodes: list[str], timeout: int) -> str:
             "to %ss" % (where, timeout))
 
 
-def render_table(topology: dict[str, Any]) -> list[str]:
+def render_table(topology: ClusterTopology) -> list[str]:
     """Node, cell, devices, allocatable CPUs; a total per node (marked when the node is not Ready); the
     largest VM (sizing_lines) and, for more than one node, the largest and smallest cells.
 

@@ -36,6 +36,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_
     slice_node,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import node_topology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import NodeTopology, PoolProgress
 
 
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
@@ -77,7 +78,7 @@ class SliceWaiter(object):
         self.by_node: dict[str | None, dict[str | None, dict[str, Any]]] = {}
         self.pending: set[str] = set()
         # each target's topology, built when its pool completes (during the wait, not after it)
-        self.node_facts: dict[str, dict[str, Any]] = {}
+        self.node_facts: dict[str, NodeTopology] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -130,7 +131,7 @@ class SliceWaiter(object):
         self.pending.discard(node)
         self.dropped.append(node)
 
-    def _progress(self) -> dict[str, Any]:
+    def _progress(self) -> PoolProgress:
         return pool_progress(list(self.slices.values()), self.targets, self.driver)
 
     def _done(self) -> bool:

@@ -2,23 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """verify's test objects, rendered as KubeVirt's virt-controller renders them for a VMI (pure; no cluster).
 
-Owns the ResourceClaim and the launcher pod of KubeVirt's design as merged (VEP 152,
-``../shared/reference/kubevirt.md``, "The synthesized claim and pod"):
-- the claim ``<vmi>-cpu`` has one request, ``cpu``, of device class ``dra.cpu`` with a ``dra.cpu/cpu``
-  capacity request of hostCPUs and nothing else (no selector, no count: grouped mode only);
-- the pod ``virt-launcher-<vmi>`` has one container ``compute`` holding the claim as pod claim ``cpu-dra``;
-  alpha: its CPU requests = limits = hostCPUs (Guaranteed QoS, the claim's CPUs mirrored); Beta, when the
-  driver publishes KEP-5517 node-allocatable mappings: claim-only, a minimal CPU request = limit for the
-  QoS class only (upstream's ``hack/examples/pod_with_resource_claim_node_allocatable.yaml``); no
-  tolerations unless asked for (a launcher pod has none for NoSchedule);
-- individual mode's escape hatch (``spec.resourceClaims``, a claim the user wrote, never synthesized):
-  a ``count`` of CPU devices kept on one NUMA node by ``matchAttribute``, on the standard
-  ``resource.kubernetes.io/numaNode`` when every published device carries it, else the driver's own
-  ``dra.cpu/numaNodeID`` (``numa_attribute``: from the published ResourceSlices, not from a version);
-- the container prints what virt-launcher reads (``readout.py`` parses it): ``DRA_CPUSET_*`` (from
-  ``/proc/1/environ``: the shell, PID 1, does not pass on a name with dashes), the CPUs the kernel confines
-  it to, the online CPUs, each NUMA node's and CPU's socket as the container sees them, and the KEP-5304
-  device metadata file where the driver writes one; then it sleeps until deleted.
+Owns the ResourceClaim ``<vmi>-cpu`` and the launcher pod ``virt-launcher-<vmi>`` (alpha: CPUs mirrored;
+claim-only on the KEP-5517 path), individual mode's escape-hatch claim and its NUMA attribute, and the
+script the container runs to print what virt-launcher reads (readout.py parses it). Why:
+docs/internals.md, "Why the preflight, the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -27,6 +14,8 @@ __metaclass__ = type
 
 from typing import Any
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Toleration
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import group_pools
 
 REQUEST = "cpu"
@@ -61,7 +50,7 @@ def metadata_path(claim: str, request: str = REQUEST, driver: str = DEVICE_CLASS
     return "%s/%s/%s/%s-metadata.json" % (METADATA_DIR, claim, request, driver)
 
 
-def _attribute_names(device: dict[str, Any], driver: str) -> set[str]:
+def _attribute_names(device: K8sObject, driver: str) -> set[str]:
     names = set()
     for key in (device.get("attributes") or {}):
         # a bare name is in the driver's domain (resource.k8s.io/v1 QualifiedName)
@@ -69,10 +58,10 @@ def _attribute_names(device: dict[str, Any], driver: str) -> set[str]:
     return names
 
 
-def newest_devices(slices: list[dict[str, Any]], driver: str = DEVICE_CLASS) -> list[tuple[str, dict[str, Any]]]:
+def newest_devices(slices: list[K8sObject], driver: str = DEVICE_CLASS) -> list[tuple[str, K8sObject]]:
     """``(pool, device)`` of each pool's newest generation, as the scheduler sees them (k8s.io/dynamic-resource-
     allocation structured: outdated slices are ignored; right after an upgrade the old ones may be listed)."""
-    out = []
+    out: list[tuple[str, K8sObject]] = []
     for name, pool in group_pools(slices, driver).items():
         for obj in pool["slices"]:
             for device in (((obj or {}).get("spec") or {}).get("devices") or []):
@@ -81,7 +70,7 @@ def newest_devices(slices: list[dict[str, Any]], driver: str = DEVICE_CLASS) -> 
     return out
 
 
-def numa_attribute(slices: list[dict[str, Any]], driver: str = DEVICE_CLASS) -> str | None:
+def numa_attribute(slices: list[K8sObject], driver: str = DEVICE_CLASS) -> str | None:
     """The attribute a ``matchAttribute`` constraint keeps a count of CPU devices on one NUMA node
     with: the standard one when every published device of ``driver`` carries it, else the driver's
     ``numaNodeID`` when every device does, else None (no constraint can hold)."""
@@ -95,10 +84,10 @@ def numa_attribute(slices: list[dict[str, Any]], driver: str = DEVICE_CLASS) -> 
     return None
 
 
-def claim_manifest(name: str, namespace: str, cpus: int, mode: str, numa: str | None = None) -> dict[str, Any]:
+def claim_manifest(name: str, namespace: str, cpus: int, mode: str, numa: str | None = None) -> K8sObject:
     """The ResourceClaim: virt-controller's (a capacity request), or individual mode's escape-hatch count."""
-    exactly: dict[str, Any] = {"deviceClassName": DEVICE_CLASS}
-    devices: dict[str, Any] = {"requests": [{"name": REQUEST, "exactly": exactly}]}
+    exactly: K8sObject = {"deviceClassName": DEVICE_CLASS}
+    devices: K8sObject = {"requests": [{"name": REQUEST, "exactly": exactly}]}
     if mode == "individual":
         exactly.update(allocationMode="ExactCount", count=int(cpus))
         if numa:
@@ -134,8 +123,7 @@ def container_script(claim: str) -> str:
         "for f in /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id; do "
         "[ -r \"$f\" ] && echo \"$f $(cat \"$f\")\"; done",
         "echo '%senv'" % MARK,
-        # PID 1's environment as the runtime set it: a shell does not pass on a variable whose name is not
-        # a shell name (DRA_CPUSET_<claim uid> holds dashes), so a child's `env` would not show it
+        # PID 1's environment: a shell does not pass on DRA_CPUSET_<claim uid> (a name with dashes)
         "tr '\\0' '\\n' < /proc/1/environ | grep '^DRA_CPUSET_' || true",
         "echo '%send'" % MARK,
         "exec sleep 86400",
@@ -143,8 +131,8 @@ def container_script(claim: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def verify_pod(name: str, namespace: str, container: dict[str, Any],
-               tolerations: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
+def verify_pod(name: str, namespace: str, container: K8sObject,
+               tolerations: list[Toleration] | None = None, **spec: Any) -> K8sObject:
     """A pod of verify's: labelled as the collection's, never restarted, run as nobody without privileges,
     no tolerations unless asked for (a launcher pod has none for NoSchedule), ``spec`` laid over."""
     return {
@@ -169,12 +157,12 @@ def verify_pod(name: str, namespace: str, container: dict[str, Any],
 
 
 def pod_manifest(name: str, namespace: str, claim: str, cpus: int, image: str,
-                 tolerations: list[dict[str, Any]] | None = None, claim_only: bool = False) -> dict[str, Any]:
+                 tolerations: list[Toleration] | None = None, claim_only: bool = False) -> K8sObject:
     """The launcher pod: one container ``compute`` holding the claim as ``cpu-dra``; Guaranteed, with the
     claim's CPUs mirrored (alpha) or a QoS-only CPU request (``claim_only``, KEP-5517)."""
     amount = {"cpu": QOS_ONLY_CPU if claim_only else str(int(cpus)), "memory": MEMORY}
-    compute = {"name": CONTAINER, "image": image, "command": ["sh", "-c", container_script(claim)],
-               "resources": {"requests": dict(amount), "limits": dict(amount),
-                             "claims": [{"name": POD_CLAIM, "request": REQUEST}]}}
+    compute: K8sObject = {"name": CONTAINER, "image": image, "command": ["sh", "-c", container_script(claim)],
+                          "resources": {"requests": dict(amount), "limits": dict(amount),
+                                        "claims": [{"name": POD_CLAIM, "request": REQUEST}]}}
     return verify_pod(name, namespace, compute, tolerations,
                       resourceClaims=[{"name": POD_CLAIM, "resourceClaimName": claim}])

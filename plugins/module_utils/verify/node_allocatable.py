@@ -2,22 +2,21 @@
 # SPDX-License-Identifier: Apache-2.0
 """KubeVirt's Beta path (KEP-5517, node-allocatable mappings): is the claim's CPU count really accounted?
 
-Owns, for a claim-only launcher pod (``manifests.pod_manifest(claim_only=True)``) on a driver that publishes
-``nodeAllocatableResources`` (``../shared/reference/kubevirt.md``, "Alpha vs Beta"):
-- ``claim_status``: ``pod.status.nodeAllocatableResourceClaimStatuses`` (k8s.io/api core/v1
-  ``NodeAllocatableResourceClaimStatus``, written by the scheduler) names the pod's claim, container
-  ``compute`` and a ``cpu`` mapping of the claim's CPUs;
-- the probe: while the claim's pod runs, a pod bound by affinity to the same node that asks for exactly the
-  CPU the node has left when the claim is NOT counted (allocatable minus every running pod's requests). It
-  would fit without the mapping; with the claim's CPUs accounted it must stay Unschedulable. The
-  scheduler's feature gate cannot be read through the API: this is where it shows.
+Owns, for a claim-only launcher pod: ``claim_status`` (the pod's
+``status.nodeAllocatableResourceClaimStatuses`` names its claim, container ``compute`` and a ``cpu``
+mapping of the claim's CPUs) and the probe (a pod on the same node asking for the CPU the node has left
+without the claim must stay Unschedulable), with their shapes ``Probe`` and ``NodeAllocatableCheck``.
+Why: docs/internals.md, "Why the preflight, the topology and verify read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from typing import Any
+from typing import Any, Optional, TypedDict
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Toleration
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import TopologyError, parse_quantity
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
@@ -28,6 +27,21 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifest
 )
 
 DONE_PHASES = ("Succeeded", "Failed")
+
+
+class Probe(TypedDict):
+    """The accounting probe: its pod's name, the CPU it asks for, and what became of it (None: undecided)."""
+
+    name: str
+    cpu_millis: int
+    outcome: Optional[str]
+
+
+class NodeAllocatableCheck(TypedDict):
+    """verify's ``node_allocatable``: the pod's status entry for the claim (None: none) and the probe."""
+
+    claim_status: Optional[K8sObject]
+    probe: Probe
 
 
 def probe_name(vmi: str) -> str:
@@ -41,7 +55,7 @@ def _millis(value: Any) -> int:
         return 0
 
 
-def claim_status(pod: dict[str, Any], claim: str, cpus: int) -> tuple[dict[str, Any] | None, list[str]]:
+def claim_status(pod: K8sObject, claim: str, cpus: int) -> tuple[K8sObject | None, list[str]]:
     """``(the pod's status entry for the claim, problems)``; ``claim`` is the ResourceClaim's name (the pod's
     reference ``cpu-dra`` is accepted too: the field names "the resource claim referenced by the pod")."""
     entries = ((pod or {}).get("status") or {}).get("nodeAllocatableResourceClaimStatuses") or []
@@ -62,11 +76,11 @@ def claim_status(pod: dict[str, Any], claim: str, cpus: int) -> tuple[dict[str, 
     return entry, problems
 
 
-def _requests_millis(pod: dict[str, Any]) -> int:
+def _requests_millis(pod: K8sObject) -> int:
     """A pod's effective CPU request: its containers' sum, or its largest init container's, plus overhead."""
     spec = (pod or {}).get("spec") or {}
 
-    def cpu(container: dict[str, Any]) -> int:
+    def cpu(container: K8sObject) -> int:
         return _millis((((container or {}).get("resources") or {}).get("requests") or {}).get("cpu") or 0)
 
     total = sum(cpu(c) for c in spec.get("containers") or [])
@@ -74,7 +88,7 @@ def _requests_millis(pod: dict[str, Any]) -> int:
     return max(total, init) + _millis((spec.get("overhead") or {}).get("cpu") or 0)
 
 
-def free_millis(node: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+def free_millis(node: K8sObject, pods: list[K8sObject]) -> int:
     """The node's allocatable CPU minus the requests of its pods that still hold it (the claim not counted)."""
     allocatable = _millis((((node or {}).get("status") or {}).get("allocatable") or {}).get("cpu") or 0)
     used = sum(_requests_millis(p) for p in pods if ((p.get("status") or {}).get("phase") not in DONE_PHASES))
@@ -82,7 +96,7 @@ def free_millis(node: dict[str, Any], pods: list[dict[str, Any]]) -> int:
 
 
 def probe_manifest(name: str, namespace: str, node: str, millis: int, image: str,
-                   tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                   tolerations: list[Toleration] | None = None) -> K8sObject:
     """A pod that asks for ``millis`` of CPU on ``node`` (by affinity: the scheduler decides) and sleeps."""
     amount = {"cpu": "%dm" % millis, "memory": MEMORY}
     probe = {"name": "probe", "image": image, "command": ["sleep", "86400"],
@@ -92,7 +106,7 @@ def probe_manifest(name: str, namespace: str, node: str, millis: int, image: str
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}})
 
 
-def probe_outcome(pod: dict[str, Any]) -> str | None:
+def probe_outcome(pod: K8sObject) -> str | None:
     """``unschedulable``, ``scheduled`` or None (not decided yet)."""
     if ((pod or {}).get("spec") or {}).get("nodeName"):
         return "scheduled"

@@ -2,22 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the test container saw, judged as KubeVirt's virt-launcher reads it (pure; no cluster).
 
-Owns parsing the container's log (``manifests.container_script`` prints one section per marker) and the
-judgement against the allocated claim, KubeVirt's CPU contract as merged (VEP 152,
-``../shared/reference/kubevirt.md``, "What virt-launcher reads"):
-- ``DRA_CPUSET_<claim uid>`` in ``compute``: required (the driver capability KubeVirt requires; without it
-  virt-launcher falls back to the container's cgroup cpuset and writes no ``vcpupin``), a valid CPU list
-  of hostCPUs, and the CPUs the driver logged when it pinned the container (``pinned.py``), when it logged
-  any. ``allow_missing_dra_cpuset`` accepts a driver without it (a note, not a problem);
-- the container's own CPU set (``Cpus_allowed_list``; the cgroup's ``cpuset.cpus.effective`` on v2,
-  ``cpuset.effective_cpus`` on v1) equal to it, and inside the allocated device's NUMA node (or socket) as
-  the container reads ``/sys/devices/system/node/node<N>/cpulist`` (or each CPU's
-  ``physical_package_id``): grouped devices publish no CPU ids. Only where the driver's CPUs are the
-  kernel's: when they are not (a sysfs overlay, or a test node's simulated hardware) "not compared" and why;
-- the KEP-5304 device metadata: read and reported when present (device, NUMA node,
-  ``dra.cpu/allocatedNumCPUs``), never required (it is not part of the CPU contract) unless
-  ``require_metadata`` (consumers that read it: KubeVirt's GPU/host-device paths); its findings are
-  problems only then, notes otherwise.
+Owns parsing the container's log (``manifests.container_script``'s sections), the judgement
+(``DRA_CPUSET_<claim uid>``, the container's CPUs and where they lie, the KEP-5304 metadata) and the
+readout's shape (``Readout``). Why: docs/internals.md, "Why the preflight, the topology and verify
+read what they read".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -26,13 +14,14 @@ __metaclass__ = type
 
 import json
 import re
-from typing import Any
+from typing import Any, List, Optional, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import (
     CpusetError,
     format_cpuset,
     parse_cpuset,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import attribute_value, group_of, numa_of
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     CONTAINER,
@@ -54,6 +43,60 @@ REQUIRED_METADATA = (
     "the driver wrote no KEP-5304 device metadata for the claim (%s is missing in the container), and "
     "dra_cpu_verify_require_metadata asks for it (consumers that read it: KubeVirt's GPU/host-device paths; "
     "KubeVirt's CPU path does not). dra-driver-cpu releases after v0.2.0 write it")
+
+
+class MetadataDevice(TypedDict):
+    """A device of the KEP-5304 metadata, as written."""
+
+    driver: Any
+    pool: Any
+    name: Any
+    numa_node: Any
+    numa_attribute: Optional[str]
+    allocated_cpus: Any
+
+
+class Metadata(TypedDict, total=False):
+    """The metadata file (``error`` when unreadable), once judged with its NUMA nodes and CPUs."""
+
+    api_version: Any
+    kind: Any
+    devices: List[MetadataDevice]
+    error: str
+    numa_nodes: List[str]
+    allocated_cpus: Optional[int]
+
+
+class Placement(TypedDict):
+    """Where the allocated devices lie: ``group`` ``numanode`` or ``socket`` and its id."""
+
+    group: str
+    id: int
+
+
+class PlacementReadout(Placement):
+    """The placement and its CPUs as the kernel reports them."""
+
+    kernel_cpus: Optional[str]
+
+
+class Readout(TypedDict, total=False):
+    """What the container saw and its judgement (``judge``): no problem = proven."""
+
+    complete: bool
+    pinned: Optional[str]
+    placement: Optional[PlacementReadout]
+    metadata: Optional[Metadata]
+    dra_cpuset: Optional[str]
+    dra_cpuset_lines: List[str]
+    container_cpus: Optional[str]
+    cgroup_cpus: Optional[str]
+    online_cpus: Optional[str]
+    cpuset_compared: bool
+    problems: List[str]
+    notes: List[str]
+
+
 _NODE_LINE = re.compile(r"/node(\d+)/cpulist\s+(\S*)")
 _PACKAGE_LINE = re.compile(r"/cpu(\d+)/topology/physical_package_id\s+(\d+)")
 
@@ -88,18 +131,18 @@ def _cpus(text: str | None) -> list[int] | None:
         return None
 
 
-def _attr(attributes: dict[str, Any], name: str) -> Any:
+def _attr(attributes: K8sObject, name: str) -> Any:
     return attribute_value((attributes or {}).get(name))
 
 
-def _field(obj: dict[str, Any], name: str) -> Any:
+def _field(obj: K8sObject, name: str) -> Any:
     for key, value in (obj or {}).items():
         if key.lower() == name:
             return value
     return None
 
 
-def parse_metadata(text: str) -> dict[str, Any]:
+def parse_metadata(text: str) -> Metadata:
     """The first JSON document of the metadata file as ``{api_version, kind, devices: [{driver, pool,
     name, numa_node, numa_attribute, allocated_cpus}]}`` for request ``cpu``; ``error`` when unreadable."""
     text = (text or "").strip()
@@ -111,7 +154,7 @@ def parse_metadata(text: str) -> dict[str, Any]:
         return {"error": "the metadata file holds no object: %s" % text[:200]}
     requests = [r for r in (doc.get("requests") or []) if isinstance(r, dict)]
     request = next((r for r in requests if r.get("name") == REQUEST), None)
-    out: dict[str, Any] = {"api_version": doc.get("apiVersion"), "kind": doc.get("kind"), "devices": []}
+    out: Metadata = {"api_version": doc.get("apiVersion"), "kind": doc.get("kind"), "devices": []}
     if request is None:
         out["error"] = "the metadata names no request %s (requests: %s)" % (
             REQUEST, ", ".join(str(r.get("name")) for r in requests) or "none")
@@ -130,7 +173,7 @@ def parse_metadata(text: str) -> dict[str, Any]:
     return out
 
 
-def allocated_devices(claim: dict[str, Any]) -> list[dict[str, Any]]:
+def allocated_devices(claim: K8sObject) -> list[K8sObject]:
     """The claim's allocation results of request ``cpu``."""
     allocation = ((claim or {}).get("status") or {}).get("allocation") or {}
     return [r for r in ((allocation.get("devices") or {}).get("results") or [])
@@ -147,8 +190,8 @@ def dra_cpuset(env_text: str, uid: str) -> tuple[str | None, list[str]]:
     return None, lines
 
 
-def _metadata_findings(meta: dict[str, Any], results: list[dict[str, Any]], cpus: int, mode: str,
-                       found: list[str]) -> dict[str, Any]:
+def _metadata_findings(meta: Metadata, results: list[K8sObject], cpus: int, mode: str,
+                       found: list[str]) -> Metadata:
     if meta.get("error"):
         found.append("device metadata: %s" % meta["error"])
         return meta
@@ -177,8 +220,8 @@ def _metadata_findings(meta: dict[str, Any], results: list[dict[str, Any]], cpus
     return meta
 
 
-def placement_of(results: list[dict[str, Any]], devices: list[tuple[str, dict[str, Any]]], mode: str,
-                 driver: str = "dra.cpu") -> dict[str, Any] | None:
+def placement_of(results: list[K8sObject], devices: list[tuple[str, K8sObject]], mode: str,
+                 driver: str = "dra.cpu") -> Placement | None:
     """``{group, id}`` of the allocated devices as published (``manifests.newest_devices``): a grouped
     device's NUMA node or socket (``topology.fact.group_of``); individual devices' common NUMA node; None
     when it cannot be told (a machine device, devices not found, or on several nodes)."""
@@ -207,8 +250,8 @@ def _kernel_groups(parts: dict[str, str]) -> tuple[dict[int, list[int]], dict[in
     return nodes, dict((k, sorted(v)) for k, v in sockets.items())
 
 
-def _placement_finding(env_cpus: list[int], placement: dict[str, Any] | None, parts: dict[str, str],
-                       out: dict[str, Any], problems: list[str], notes: list[str]) -> None:
+def _placement_finding(env_cpus: list[int], placement: Placement | None, parts: dict[str, str],
+                       out: Readout, problems: list[str], notes: list[str]) -> None:
     """The claim's CPUs inside the allocated device's NUMA node (or socket), as the kernel groups them."""
     if not placement or placement.get("group") not in ("numanode", "socket"):
         return
@@ -224,17 +267,15 @@ def _placement_finding(env_cpus: list[int], placement: dict[str, Any] | None, pa
                         "reports them)" % (format_cpuset(env_cpus), what, format_cpuset(kernel)))
 
 
-def judge(log: str, claim: dict[str, Any], cpus: int, mode: str, pinned: str | None, options: dict[str, Any],
-          metadata_file: str = "", placement: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The readout and its findings: ``{complete, metadata, dra_cpuset, dra_cpuset_lines, container_cpus,
-    cgroup_cpus, online_cpus, cpuset_compared, placement, pinned, problems, notes}``; no problem = proven.
-    ``options``: ``require_metadata``, ``allow_missing_dra_cpuset``; ``placement``: ``{group, id}`` of the
-    allocated device (numanode or socket), when known."""
+def judge(log: str, claim: K8sObject, cpus: int, mode: str, pinned: str | None, options: ModuleParams,
+          metadata_file: str = "", placement: Placement | None = None) -> Readout:
+    """The readout and its findings; no problem = proven. ``options``: verify's ``require_metadata``,
+    ``allow_missing_dra_cpuset``; ``placement``: of the allocated device, when known."""
     parts = sections(log)
     problems: list[str] = []
     notes: list[str] = []
     uid = ((claim or {}).get("metadata") or {}).get("uid") or ""
-    out: dict[str, Any] = {"complete": bool(parts.get("complete")), "pinned": pinned, "placement": None}
+    out: Readout = {"complete": bool(parts.get("complete")), "pinned": pinned, "placement": None}
     if not out["complete"]:
         problems.append("the test container did not print its readout (log: %s)" % ((log or "").strip()[-300:] or "empty"))
     require = bool(options.get("require_metadata"))

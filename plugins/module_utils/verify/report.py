@@ -13,16 +13,66 @@ from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from typing import Any
+from typing import Any, List, Optional, TypedDict
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import TopologyFact
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     CONTAINER,
     DEVICE_CLASS,
     QOS_ONLY_CPU,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.node_allocatable import NodeAllocatableCheck, Probe
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.readout import Readout
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.sizing import VmSizing
 
 
-def _pod_status(pod: dict[str, Any]) -> dict[str, Any]:
+class Vmi(VmSizing):
+    """verify's ``vmi``: the VMI's name and its CPU fields."""
+
+    name: str
+
+
+class TopologyFacts(TypedDict):
+    dra_cpu_topology: TopologyFact
+
+
+class VerifyResult(TypedDict, total=False):
+    """The verify module's result (plugins/modules/verify.py RETURN; built by verify/run.py)."""
+
+    changed: bool
+    failed: bool
+    msg: str
+    warnings: List[str]
+    passed: bool
+    report: List[str]
+    topology: TopologyFact
+    ansible_facts: TopologyFacts
+    cpus: int
+    vmi: Vmi
+    mode: str
+    claim_name: str
+    pod_name: str
+    claim_only: bool
+    numa_attribute: Optional[str]
+    sizing: str
+    metadata_file: str
+    claim_manifest: K8sObject
+    pod_manifest: K8sObject
+    claim: Optional[K8sObject]
+    pod: K8sObject
+    node: Optional[str]
+    pod_phase: Optional[str]
+    qos_class: Optional[str]
+    readout: Readout
+    pinned: dict[str, Any]  # verify/pinned.py's result
+    log: Optional[str]
+    node_allocatable: NodeAllocatableCheck
+    cleanup: List[str]
+
+
+def _pod_status(pod: K8sObject) -> K8sObject:
     return (pod or {}).get("status") or {}
 
 
@@ -40,7 +90,7 @@ def check_mode_line(namespace: str, claim: str, pod: str, cpus: int, mode: str, 
             % (namespace, claim, DEVICE_CLASS, shape, pod, kind))
 
 
-def allocation_line(claim: str, cpus: int, results: list[dict[str, Any]], pod: dict[str, Any], mode: str,
+def allocation_line(claim: str, cpus: int, results: list[K8sObject], pod: K8sObject, mode: str,
                     numa: str | None) -> str:
     node = ((pod or {}).get("spec") or {}).get("nodeName") or (results[0].get("pool") if results else "?")
     devices = [str(r.get("device")) for r in results]
@@ -57,7 +107,7 @@ def allocation_line(claim: str, cpus: int, results: list[dict[str, Any]], pod: d
                                            status.get("phase", "?"), status.get("qosClass", "?"))
 
 
-def _metadata_text(readout: dict[str, Any], metadata_file: str) -> str:
+def _metadata_text(readout: Readout, metadata_file: str) -> str:
     meta = readout.get("metadata")
     if meta is None:
         return ("no KEP-5304 device metadata at %s (not read by KubeVirt's CPU path; other DRA consumers read it)"
@@ -71,16 +121,16 @@ def _metadata_text(readout: dict[str, Any], metadata_file: str) -> str:
                meta.get("allocated_cpus")))
 
 
-def readout_lines(readout: dict[str, Any], metadata_file: str, pinned: dict[str, Any] | None) -> list[str]:
+def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] | None) -> list[str]:
     """What the container saw, as virt-launcher reads it, beside the driver's pinning."""
     lines = ["in compute, what virt-launcher reads: %s" % (
         ", ".join(readout.get("dra_cpuset_lines") or []) or "no DRA_CPUSET_*")]
     cpus = readout.get("container_cpus") or "?"
     if readout.get("cpuset_compared") and not readout.get("problems"):
-        where = readout.get("placement") or {}
-        inside = (" inside %s %s (CPUs %s)" % ("NUMA node" if where.get("group") == "numanode" else "socket",
-                                               where.get("id"), where.get("kernel_cpus"))
-                  if where.get("kernel_cpus") else "")
+        where = readout.get("placement")
+        inside = (" inside %s %s (CPUs %s)" % ("NUMA node" if where["group"] == "numanode" else "socket",
+                                               where["id"], where["kernel_cpus"])
+                  if where and where.get("kernel_cpus") else "")
         lines.append("in compute: runs on exactly the claimed CPUs %s (Cpus_allowed_list; cgroup %s)%s"
                      % (cpus, readout.get("cgroup_cpus") or "?", inside))
     else:
@@ -98,7 +148,7 @@ def readout_lines(readout: dict[str, Any], metadata_file: str, pinned: dict[str,
     return lines
 
 
-def node_allocatable_lines(status: dict[str, Any] | None, probe: dict[str, Any], cpus: int) -> list[str]:
+def node_allocatable_lines(status: K8sObject | None, probe: Probe, cpus: int) -> list[str]:
     """KEP-5517: the pod's claim status and the probe pod's outcome."""
     if status is None:
         first = "claim-only pod (KEP-5517): no nodeAllocatableResourceClaimStatuses entry for its claim"
@@ -116,19 +166,19 @@ def node_allocatable_lines(status: dict[str, Any] | None, probe: dict[str, Any],
     return [first, second]
 
 
-def scheduler_message(pod: dict[str, Any]) -> str:
+def scheduler_message(pod: K8sObject) -> str:
     for condition in _pod_status(pod).get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("message"):
             return str(condition["message"])
     return "no message"
 
 
-def not_allocated(namespace: str, name: str, cpus: int, timeout: int, pod: dict[str, Any]) -> str:
+def not_allocated(namespace: str, name: str, cpus: int, timeout: int, pod: K8sObject) -> str:
     return ("ResourceClaim %s/%s (%s, %d CPUs) was not allocated within %ds. Scheduler: %s"
             % (namespace, name, DEVICE_CLASS, cpus, timeout, scheduler_message(pod)))
 
 
-def _container_state(pod: dict[str, Any]) -> str:
+def _container_state(pod: K8sObject) -> str:
     for status in _pod_status(pod).get("containerStatuses") or []:
         if status.get("name") != CONTAINER:
             continue
@@ -147,7 +197,7 @@ def _container_state(pod: dict[str, Any]) -> str:
     return "no state"
 
 
-def not_started(namespace: str, name: str, pod: dict[str, Any], timeout: int, events: list[dict[str, Any]]) -> str:
+def not_started(namespace: str, name: str, pod: K8sObject, timeout: int, events: list[K8sObject]) -> str:
     phase = _pod_status(pod).get("phase") or "unknown"
     node = ((pod or {}).get("spec") or {}).get("nodeName") or "?"
     recent = sorted(events, key=lambda e: str((e.get("metadata") or {}).get("creationTimestamp") or ""),

@@ -162,12 +162,12 @@ def verify(api: RawApi, params: dict[str, Any], check_mode: bool, clock: Callabl
 
 
 def _probe(api: RawApi, objects: Objects, params: dict[str, Any], node: str, cpus: int, now: Callable[[], float],
-           pause: Callable[[float], None]) -> tuple[dict[str, Any], str | None]:
+           pause: Callable[[float], None]) -> tuple[kep5517.Probe, str | None]:
     """KEP-5517: a pod asking for what the node has left without the claim must stay Unschedulable."""
     node_obj = api.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
     pods = api.get_json("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node}).get("items") or []
     millis = kep5517.free_millis(node_obj, pods)
-    probe: dict[str, Any] = {"name": objects.probe_name, "cpu_millis": millis, "outcome": None}
+    probe: kep5517.Probe = {"name": objects.probe_name, "cpu_millis": millis, "outcome": None}
     if millis <= 0:
         probe["outcome"] = "not run: node %s has no CPU left even without the claim" % node
         return probe, None

@@ -2,34 +2,43 @@
 # SPDX-License-Identifier: Apache-2.0
 """The VMI verify stands for, and the host CPUs its claim asks for (pure; no cluster).
 
-Owns the VM's CPU fields as KubeVirt reads them from ``spec.domain.cpu`` (``cores``, ``sockets``,
-``threads``, ``isolateEmulatorThread``, ``ioThreads.supplementalPoolThreadCount``, the even-parity
-annotation) and KubeVirt's claim size for them (VEP 152 as merged, ``common/kubevirt_sizes.host_cpus``:
-``hostCPUs = cores x sockets x threads + IO threads + emulator-thread CPUs``), the three ways a size is
-given and their precedence:
-
-* the VM's ``vm_cores`` (> 0; ``vm_vcpus``, deprecated, is the same as cores on one socket and thread):
-  hostCPUs by the formula;
-* else ``cpus`` (> 0): a VMI of that many cores and nothing else (one claim of exactly ``cpus``);
-* else the largest VM that fits the largest claim the driver publishes (``max_vm_host_cpus``, one device
-  in grouped mode), with the sockets, threads and extras given.
-
-``cpus`` together with any VM field is a contradiction and refused, naming both, as is a negative count
-or a socket/thread count below 1. The claim is what KubeVirt's virt-controller would ask for that VMI;
-verify proves that claim, not a guess of it.
+Owns the VM's CPU fields, KubeVirt's claim size for them (``common/kubevirt_sizes.host_cpus``) and the
+three ways a size is given, in this order: ``vm_cores`` (or the deprecated ``vm_vcpus``), else ``cpus``
+(a VM of that many cores), else the largest VM that fits ``max_vm_host_cpus``. ``cpus`` with a VM
+field, a negative count or a socket/thread count below 1 is refused, naming both. The result's shape
+is ``VmSizing``.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.kubevirt_sizes import (
     emulator_thread_cpus,
     host_cpus,
     largest_vm,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
+
+
+class VmSizing(TypedDict):
+    """The VMI verify stands for (``vmi``) and its claim's ``host_cpus`` (0: no VM of that shape fits);
+    ``sized_by`` says which of the three ways sized it."""
+
+    cores: int
+    sockets: int
+    threads: int
+    vcpus: int
+    io_threads: int
+    isolate_emulator_thread: bool
+    even_parity: bool
+    sized_by: str
+    emulator_thread_cpus: int
+    host_cpus: int
+
 
 # option -> the role variable that sets it (messages name both)
 VARIABLES = {
@@ -51,12 +60,12 @@ def named(option: str) -> str:
     return "%s (%s)" % (option, VARIABLES[option]) if option in VARIABLES else option
 
 
-def _int(params: dict[str, Any], option: str, default: int = 0) -> int:
+def _int(params: ModuleParams, option: str, default: int = 0) -> int:
     value = params.get(option)
     return default if value is None else int(value)
 
 
-def check_size_params(params: dict[str, Any]) -> list[str]:
+def check_size_params(params: ModuleParams) -> list[str]:
     """Problems with the size options, each naming the option, its role variable and the value."""
     problems = []
     for option in ("cpus", "vm_cores", "vm_vcpus", "vm_io_threads"):
@@ -82,10 +91,9 @@ def check_size_params(params: dict[str, Any]) -> list[str]:
     return problems
 
 
-def vmi(params: dict[str, Any], topology: dict[str, Any]) -> dict[str, Any]:
-    """The VMI's CPU fields and its claim size: ``{cores, sockets, threads, vcpus, io_threads,
-    isolate_emulator_thread, even_parity, emulator_thread_cpus, host_cpus, sized_by}``; ``host_cpus``
-    is 0 when no VM of the given shape fits what the driver publishes."""
+def vmi(params: ModuleParams, topology: Mapping[str, Any]) -> VmSizing:
+    """The VMI's CPU fields and its claim size, from the ``dra_cpu_topology`` fact (a ``TopologyFact``;
+    ``{}`` when there is none)."""
     sockets, threads = _int(params, "vm_sockets", 1), _int(params, "vm_threads", 1)
     io_threads = _int(params, "vm_io_threads")
     isolate, even = bool(params.get("vm_isolate_emulator_thread")), bool(params.get("vm_even_parity"))
@@ -103,14 +111,14 @@ def vmi(params: dict[str, Any], topology: dict[str, Any]) -> dict[str, Any]:
             cores -= 1
         sized_by = "the largest VM that fits the largest claim the driver publishes (max_vm_host_cpus %d)" % largest
     vcpus = cores * sockets * threads
-    out = {"cores": cores, "sockets": sockets, "threads": threads, "vcpus": vcpus, "io_threads": io_threads,
-           "isolate_emulator_thread": isolate, "even_parity": even, "sized_by": sized_by,
-           "emulator_thread_cpus": emulator_thread_cpus(vcpus, io_threads, isolate, even) if vcpus else 0,
-           "host_cpus": host_cpus(vcpus, io_threads, isolate, even) if vcpus else 0}
+    out: VmSizing = {"cores": cores, "sockets": sockets, "threads": threads, "vcpus": vcpus, "io_threads": io_threads,
+                     "isolate_emulator_thread": isolate, "even_parity": even, "sized_by": sized_by,
+                     "emulator_thread_cpus": emulator_thread_cpus(vcpus, io_threads, isolate, even) if vcpus else 0,
+                     "host_cpus": host_cpus(vcpus, io_threads, isolate, even) if vcpus else 0}
     return out
 
 
-def sizing_line(name: str, vm: dict[str, Any]) -> str:
+def sizing_line(name: str, vm: VmSizing) -> str:
     """The report's line: the VMI verify stands for and hostCPUs' breakdown."""
     parts = ["%d vCPUs (cores %d x sockets %d x threads %d)" % (vm["vcpus"], vm["cores"], vm["sockets"], vm["threads"])]
     if vm["io_threads"]:

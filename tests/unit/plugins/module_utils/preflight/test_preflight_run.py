@@ -9,7 +9,7 @@ from unittest import mock
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report, types
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.run import argument_spec, run_preflight
 
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, HTTPError, node
@@ -140,3 +140,25 @@ def test_summary_names_at_most_three_nodes():
 def test_summary_with_the_checks_off():
     assert report.summary_lines([finding("error")], ["node01"], checked=False) == [report.NOT_RUN]
     assert report.NOT_RUN == "preflight: not run (dra_cpu_preflight=false)"
+
+
+def _keys(typed_dict):
+    return typed_dict.__required_keys__ | typed_dict.__optional_keys__
+
+
+def test_the_result_has_the_declared_shape():
+    """Every key of a result (with checks and without) is one PreflightResult declares, every finding
+    has exactly Finding's keys, and what is installed Installed's (types.py is the one description)."""
+    cluster = FakeCluster({NS: {"metadata": {"name": "dra-driver-cpu", "labels": {}}},
+                           NS + "/secrets": {"items": [helm_secret("dra-driver-cpu", 2, "deployed")]}})
+    for checks in (True, False):
+        got = run_preflight(params(checks=checks, reserved_cpus="0-1", namespace="dra-driver-cpu",
+                                   release_name="dra-driver-cpu"), True, None, factory(cluster))
+        assert set(got) <= _keys(types.PreflightResult), set(got) - _keys(types.PreflightResult)
+        assert set(got["cluster"]) == _keys(types.Cluster)
+        assert set(got["installed"]) <= _keys(types.Installed)
+        assert set(got["installed"]["namespace"]) == _keys(types.NamespaceState)
+        assert set(got["installed"]["release"]) == _keys(types.ReleaseState)
+        for item in got["findings"]:
+            assert set(item) == _keys(types.Finding)
+    assert got["findings"] == [] and checks is False

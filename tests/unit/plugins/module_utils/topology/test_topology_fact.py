@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import slice_pools
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import types
 
 OFF = "min_cell_cpus 0 (role variable dra_cpu_min_cell_cpus: 0) turns this check off"
 
@@ -338,3 +339,35 @@ def test_min_cell_cpus_names_at_most_20_nodes(slices):
     topo = t.cluster_topology(dict(("node%02d" % i, _no_cpu(good)) for i in range(25)))
     message = sizing.check_min_cell_cpus(topo, 1)
     assert "node19 no CPU; and 5 more); " in message and "node20" not in message, message
+
+
+def _keys(typed_dict):
+    return typed_dict.__required_keys__ | typed_dict.__optional_keys__
+
+
+@pytest.mark.parametrize("fixture", ["reference_grouped_numanode.yaml", "reference_individual.yaml",
+                                     "v010_names_two_nodes.yaml"])
+def test_the_topology_and_the_fact_have_the_declared_shapes(slices, fixture):
+    """cluster_topology, node_topology, their cells and fact_of have exactly the keys fact.py's
+    TypedDicts declare (a cell's ``cpus`` only in individual mode)."""
+    detail = t.cluster_topology(t.complete_node_topologies(slices(fixture)))
+    assert set(detail) == _keys(types.ClusterTopology)
+    for node in detail["nodes"].values():
+        assert set(node) == _keys(types.NodeTopology)
+        for cell in node["cells"]:
+            assert types.Cell.__required_keys__ <= set(cell) <= _keys(types.Cell)
+    assert set(detail["largest_cell"]) == _keys(types.CellRef)
+    fact = t.fact_of(detail)
+    assert set(fact) == _keys(types.TopologyFact)
+    assert list(fact) == list(detail)   # the same order of keys
+    for node in fact["nodes"].values():
+        assert set(node) == _keys(types.NodeFact)
+
+
+def test_pools_and_progress_have_the_declared_shapes(slices):
+    objs = slices("v010_names_two_nodes.yaml")
+    pools = slice_pools.group_pools(objs)
+    assert pools and all(set(pool) == _keys(types.Pool) for pool in pools.values())
+    progress = slice_pools.pool_progress(objs, ["node01", "node09"])
+    assert set(progress) == _keys(types.PoolProgress)
+    assert progress["complete"] == ["node01"] and progress["missing"] == ["node09"]

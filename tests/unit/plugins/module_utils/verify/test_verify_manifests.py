@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """verify's claim and pod, rendered as KubeVirt's virt-controller renders them for a VMI (VEP 152 as merged,
-../shared/reference/kubevirt.md): claim <vmi>-cpu with request cpu (a dra.cpu/cpu capacity request), pod
+docs/upstream.md, "KubeVirt's CPUsWithDRA design as merged"): claim <vmi>-cpu with request cpu (a dra.cpu/cpu capacity request), pod
 virt-launcher-<vmi> whose container compute holds it as cpu-dra with CPU requests = limits = hostCPUs (alpha)
 or claim-only (KEP-5517); individual mode's escape hatch a count kept on one NUMA node by matchAttribute, on
 the standard attribute when every published device carries it (upstream main), else dra.cpu/numaNodeID."""

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """What verify's container saw, judged as KubeVirt's virt-launcher reads it (VEP 152 as merged,
-../shared/reference/kubevirt.md "What virt-launcher reads"): DRA_CPUSET_<claim uid> required, the container's
+docs/upstream.md, "KubeVirt's CPUsWithDRA design as merged"): DRA_CPUSET_<claim uid> required, the container's
 own CPUs equal to it and inside the allocated device's NUMA node (or socket) as the kernel groups them; the
 KEP-5304 metadata reported, required only when asked. The metadata shape is the one
 k8s.io/dynamic-resource-allocation v0.37.0 writes (metadata.resource.k8s.io/v1beta1 DeviceMetadata, device
@@ -213,3 +213,17 @@ def test_failure_messages():
     msg = T.not_started("default", "v", pod, 20, events)
     assert msg.startswith("the claim was allocated, but pod default/v on node real01 is Pending after 20s, ")
     assert "Container: ErrImagePull: nope. Events: new | old" in msg
+
+
+def _keys(typed_dict):
+    return typed_dict.__required_keys__ | typed_dict.__optional_keys__
+
+
+def test_the_readout_has_the_declared_shape():
+    """judge's readout, its metadata and placement have exactly the keys readout.py declares."""
+    out = judge(log(), pinned="6-11")
+    assert set(out) == _keys(R.Readout)
+    assert set(out["metadata"]) == _keys(R.Metadata) - {"error"}
+    assert set(out["metadata"]["devices"][0]) == _keys(R.MetadataDevice)
+    assert set(out["placement"]) == _keys(R.PlacementReadout)
+    assert set(R.parse_metadata("not json")) == {"error"}

@@ -100,3 +100,12 @@ def test_good_sizes_pass():
     assert S.check_size_params(p(vm_cores=4, vm_io_threads=1, vm_isolate_emulator_thread=True)) == []
     assert S.check_size_params(p(vm_io_threads=1, vm_sockets=2)) == []
     assert S.check_size_params(p(cpus=2)) == []
+
+
+def test_the_sizing_has_the_declared_shape():
+    """vmi returns exactly the keys of sizing.VmSizing, with the types it declares."""
+    vm = S.vmi(p(vm_isolate_emulator_thread=True), TOPO)
+    assert set(vm) == S.VmSizing.__required_keys__
+    for key, kind in (("cores", int), ("vcpus", int), ("host_cpus", int), ("sized_by", str),
+                      ("isolate_emulator_thread", bool)):
+        assert isinstance(vm[key], kind), key
