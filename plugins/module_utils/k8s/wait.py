@@ -240,7 +240,8 @@ class Wait(Generic[S]):
             self.last_error = exc.message
             return None, "reconnect"
         # the server ends a watch at its timeoutSeconds; one that ends sooner was closed: list again
-        return None, "timeout" if self.clock() - opened >= seconds - 1 else "closed"
+        lasted = self.clock() - opened
+        return None, "timeout" if lasted > 0 and lasted >= seconds - 1 else "closed"
 
     def _step(self, deadline: float, next_tick: float | None) -> tuple[Verdict[S] | None, bool]:
         """One watch or one poll: (a verdict when one was judged, False when the deadline came in a list)."""

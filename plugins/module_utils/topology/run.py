@@ -39,6 +39,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
     resolve_pod_selectors,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import (
+    DriverHealth,
+    cannot_run_message,
     pending_report,
     rollout_message,
     rollout_report,
@@ -169,7 +171,8 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
     """One wait (or snapshot): ``(result, failure message or None, detailed topology or None)``; the
     result holds the fact (fact.fact_of), the table and the sizing checks read the detail."""
     kwargs: dict[str, Any] = dict((k, v) for k, v in (("clock", clock), ("sleep", sleep)) if v is not None)
-    waiter = SliceWaiter(api, params["driver"], **kwargs)
+    health = DriverHealth(api, params["namespace"], selectors, clock or time.monotonic, params["log_lines"])
+    waiter = SliceWaiter(api, params["driver"], driver_check=health.check, **kwargs)
     explicit = params.get("nodes")
     empty: dict[str, Any] = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
     if explicit:
@@ -203,7 +206,8 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
                                  log_lines=params["log_lines"])
         result["pending_nodes"] = entries
         if params["wait"]:
-            message = timeout_message(params["driver"], params["timeout"], entries)
+            message = (cannot_run_message(params["driver"], waited["failure"]) if waited.get("failure")
+                       else timeout_message(params["driver"], params["timeout"], entries))
             if waited.get("last_error"):
                 message += "\nlast API error: %s" % waited["last_error"]
             # the nodes that did complete are reported all the same (returned as ``topology``)
@@ -216,7 +220,7 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
         # the pools are complete: is the driver that published them the one running now (rollout.py)?
         down = not_ready_nodes(api, params, waited["targets"])
         failure = _wait_rollout(api, params, selectors, [n for n in waited["targets"] if n not in down],
-                                waited, stats, clock, sleep, result)
+                                waited, stats, (clock, sleep, health), result)
         if failure:
             detail = _facts(api, waited, params, down)
             result["topology"] = topo.fact_of(detail)
@@ -248,21 +252,25 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
 
 
 def _wait_rollout(api: RawApi, params: dict[str, Any], selectors: list[str], nodes: list[str],
-                  waited: dict[str, Any], stats: dict[str, Any], clock: Callable[[], float] | None,
-                  sleep: Callable[[float], None] | None, result: dict[str, Any]) -> str | None:
+                  waited: dict[str, Any], stats: dict[str, Any],
+                  timing: tuple[Callable[[], float] | None, Callable[[float], None] | None, DriverHealth],
+                  result: dict[str, Any]) -> str | None:
     """Wait, within what is left of the timeout, until the release's DaemonSets have rolled out and
-    every Ready target node's driver pod is Ready or wrote that node's pool (rollout.py). The failure message, or None; on
-    failure ``result["pending_nodes"]`` holds each such node's pod state and logs."""
-    now = clock or time.monotonic
+    every Ready target node's driver pod is Ready or wrote that node's pool (rollout.py), or the driver
+    cannot run (``timing``'s DriverHealth). The failure message, or None; on failure
+    ``result["pending_nodes"]`` holds each such node's pod state and logs."""
+    clock, sleep, health = timing
     left = float(params["timeout"]) - float(waited.get("elapsed") or 0.0)
     release = "" if params.get("pod_selector") else (params.get("release_name") or "")
-    serving = wait_serving(api, params["namespace"], selectors, release, nodes, now() + left, now,
-                           sleep or time.sleep, slices=waited.get("slices"))
+    serving = wait_serving(api, params["namespace"], selectors, release, nodes, left, clock or time.monotonic,
+                           sleep or time.sleep, slices=waited.get("slices"), health=health)
     stats["rollout_passes"] = serving["passes"]
     if serving["done"]:
         return None
     entries = rollout_report(api, serving, params["namespace"], log_lines=params["log_lines"])
     result["pending_nodes"] = entries
+    if serving["failure"]:
+        return cannot_run_message(params["driver"], serving["failure"])
     return rollout_message(params["driver"], params["timeout"], serving, entries)
 
 

@@ -110,7 +110,7 @@ def test_list_then_watch_until_complete(slices):
     assert watch_query["resourceVersion"] == "100"
     assert watch_query["fieldSelector"] == "spec.driver=dra.cpu"
     assert watch_query["allowWatchBookmarks"] == "true"
-    assert watch_query["timeoutSeconds"] == 15  # capped at the next node check
+    assert watch_query["timeoutSeconds"] == 10  # capped at the next tick (node and driver checks)
     assert result["resource_version"] == "106"
     assert result["elapsed"] == 3
 
@@ -150,8 +150,8 @@ def test_server_watch_timeout_reopens(slices):
     result = make(clock, api).wait(["node01"], 60)
     assert result["complete"] is True
     watches = [c for c in api.calls if c[0] == "watch"]
-    # 40 s remain, but the watch ends at the next node check (every 15 s while a node is pending)
-    assert watches[1][2]["timeoutSeconds"] == 15
+    # 40 s remain, but the watch ends at the next tick (every 10 s while a node is pending)
+    assert watches[1][2]["timeoutSeconds"] == 10
     assert ("node", "node01") in api.calls
 
 
