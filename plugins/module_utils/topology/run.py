@@ -190,10 +190,7 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
                 "no driver pod found in namespace %s with %s: is the chart installed, and can its "
                 "DaemonSet run on any node?" % (params["namespace"], describe_selectors(selectors))), None
 
-    if params["wait"]:
-        waited = waiter.wait(targets, params["timeout"])
-    else:
-        waited = waiter.snapshot(targets)
+    waited = waiter.wait(targets, params["timeout"]) if params["wait"] else waiter.snapshot(targets)
 
     stats = dict(waited["stats"])
     if "elapsed" in waited:
@@ -210,14 +207,10 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
                                  log_lines=params["log_lines"])
         result["pending_nodes"] = entries
         if params["wait"]:
-            message = (cannot_run_message(params["driver"], waited["failure"]) if waited.get("failure")
-                       else timeout_message(params["driver"], params["timeout"], entries))
-            if waited.get("last_error"):
-                message += "\nlast API error: %s" % waited["last_error"]
             # the nodes that did complete are reported all the same (returned as ``topology``)
             detail = _facts(api, waited, params)
             result["topology"] = topo.fact_of(detail)
-            return result, message, detail
+            return result, _pools_failure(params, waited, entries), detail
 
     down = None
     if params["wait"] and not explicit and waited["targets"]:
@@ -253,6 +246,15 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
     if messages:
         return result, "the published CPU topology does not match: " + "; ".join(messages), detail
     return result, None, detail
+
+
+def _pools_failure(params: dict[str, Any], waited: dict[str, Any], entries: list[dict[str, Any]]) -> str:
+    """Why the pools' wait did not complete: the driver cannot run, or time ran out (the last API error)."""
+    message = (cannot_run_message(params["driver"], waited["failure"]) if waited.get("failure")
+               else timeout_message(params["driver"], params["timeout"], entries))
+    if waited.get("last_error"):
+        message += "\nlast API error: %s" % waited["last_error"]
+    return message
 
 
 def _wait_rollout(api: RawApi, params: dict[str, Any], selectors: list[str], nodes: list[str],

@@ -152,6 +152,7 @@ class SliceWaiter(object):
     def _set_targets(self, targets: list[str]) -> None:
         self.targets = sorted(set(targets))
         self.targets_set = set(self.targets)
+        self.pending = set(self.targets)   # until a list says otherwise
 
     def _complete(self, node: str) -> bool:
         """Judge one node's pool; keep its topology (``node_facts``) while the pool is complete."""
