@@ -11,6 +11,10 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock, FakeCluster
 
 
+def _raise(exc):
+    raise exc
+
+
 def obj(name, rv="1", ready=False):
     return {"metadata": {"name": name, "uid": "uid-" + name, "resourceVersion": rv}, "status": {"ready": ready}}
 
@@ -34,11 +38,11 @@ class Script(object):
         self.calls.append(("watch", resource_version, seconds))
         for item in self.watches.pop(0) if self.watches else [("advance", seconds)]:
             if isinstance(item, Exception):
-                raise item
-            if isinstance(item, tuple):
+                _raise(item)
+            elif isinstance(item, tuple):
                 self.clock.now += item[1]
-                continue
-            yield item
+            else:
+                yield item
 
     def kinds(self):
         return [c[0] for c in self.calls]
@@ -170,7 +174,7 @@ def test_the_tick_judges_between_events():
 def test_deleted_objects_leave_the_snapshot():
     clock = Clock()
     src = Script(clock, [([obj("a", ready=True), obj("b")], "10")], [[ev("DELETED", obj("b", "11"))]])
-    verdict, _ = run(src, clock)
+    verdict, unused = run(src, clock)
     assert verdict.done and [i["metadata"]["name"] for i in verdict.seen] == ["a"]
 
 
@@ -178,7 +182,7 @@ def test_a_watch_source_over_the_api():
     cluster = FakeCluster({"/api/v1/pods": {"metadata": {"resourceVersion": "5"}, "items": [obj("a")]}},
                           watches=[[ev("MODIFIED", obj("a", "6", ready=True))]])
     clock = Clock()
-    verdict, _ = run(w.WatchSource(RawApi(cluster), "/api/v1/pods", {"labelSelector": "x=y"}), clock)
+    verdict, unused = run(w.WatchSource(RawApi(cluster), "/api/v1/pods", {"labelSelector": "x=y"}), clock)
     assert verdict.done
     assert cluster.calls[0] == ("/api/v1/pods", {"labelSelector": "x=y"})
     assert cluster.calls[1][1] == {"labelSelector": "x=y", "allowWatchBookmarks": "true", "timeoutSeconds": 60,

@@ -94,7 +94,7 @@ def health(clock, pods, events=(), logs=""):
 
 def test_one_failed_pull_waits_for_the_window_then_names_node_pod_image_and_reason():
     clock = Clock()
-    check, _ = health(clock, [pulling()], [pull_event(), error_event()])
+    check, unused = health(clock, [pulling()], [pull_event(), error_event()])
     assert check.check(["node-a"]) is None
     clock.now = 29
     assert check.check(["node-a"]) is None
@@ -107,10 +107,10 @@ def test_one_failed_pull_waits_for_the_window_then_names_node_pod_image_and_reas
 
 def test_two_failed_pulls_end_it_at_once_and_the_error_events_do_not_count():
     clock = Clock()
-    check, _ = health(clock, [pulling("ErrImagePull")], [pull_event(count=2)])
+    check, unused = health(clock, [pulling("ErrImagePull")], [pull_event(count=2)])
     assert check.check(["node-a"]).startswith(
         "driver pod dra-driver-cpu-x7k2p on node node-a cannot pull its image %s: ErrImagePull: rpc error" % IMAGE)
-    check, _ = health(clock, [pulling("ErrImagePull")], [pull_event(), error_event(), pull_event(reason="BackOff",
+    check, unused = health(clock, [pulling("ErrImagePull")], [pull_event(), error_event(), pull_event(reason="BackOff",
                       message='Back-off pulling image "%s"' % IMAGE)])
     assert check.check(["node-a"]) is None
 

@@ -141,7 +141,7 @@ def test_wait_serving_without_a_release_watches_the_pods_and_stops_at_the_deadli
     assert got["done"] is False and got["nodes"] == {"n1": "its pool is published but driver pod new is not Ready"}
     # one list, then watches of at most the tick (10 s), reopened from the list's version: no more lists
     assert set(cluster.paths()) == {PODS} and clock.now == 25.0
-    assert [q.get("timeoutSeconds") for _, q in cluster.calls] == [None, 10, 10, 5]
+    assert [q.get("timeoutSeconds") for unused, q in cluster.calls] == [None, 10, 10, 5]
     assert cluster.calls[0][1] == {"labelSelector": "a=b"}
 
 
