@@ -110,8 +110,8 @@ def test_two_failed_pulls_end_it_at_once_and_the_error_events_do_not_count():
     check, unused = health(clock, [pulling("ErrImagePull")], [pull_event(count=2)])
     assert check.check(["node-a"]).startswith(
         "driver pod dra-driver-cpu-x7k2p on node node-a cannot pull its image %s: ErrImagePull: rpc error" % IMAGE)
-    check, unused = health(clock, [pulling("ErrImagePull")], [pull_event(), error_event(), pull_event(reason="BackOff",
-                      message='Back-off pulling image "%s"' % IMAGE)])
+    backoff = pull_event(reason="BackOff", message='Back-off pulling image "%s"' % IMAGE)
+    check, unused = health(clock, [pulling("ErrImagePull")], [pull_event(), error_event(), backoff])
     assert check.check(["node-a"]) is None
 
 
