@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed as inst
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import plan as release_plan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.spec import HELM_AUTH_OPTIONS, argument_spec
@@ -289,14 +290,13 @@ class ActionModule(UninstallSteps, ActionBase):
         return resources[0] if resources else None
 
     def _wait_gone(self, ns: str, auth: dict[str, Any], seconds: int, task_vars: dict[str, Any] | None) -> None:
-        deadline = time.time() + max(int(seconds or 0), POLL_SECONDS)
-        while True:
-            if self._namespace(ns, auth, task_vars) is None:
-                return
-            if time.time() >= deadline:
-                raise StageFailed("namespace %s is still being deleted after %d s: nothing can be installed "
-                                  "into it; re-run once it is gone" % (ns, int(seconds or 0)))
-            time.sleep(POLL_SECONDS)
+        """Until namespace ``ns`` is gone: read through k8s_info (where the connection points, so no
+        watch from here) every POLL_SECONDS by k8s/wait.py's polling source."""
+        gone = poll_until(lambda: self._namespace(ns, auth, task_vars), lambda seen: seen is None,
+                          max(int(seconds or 0), POLL_SECONDS), POLL_SECONDS, time.monotonic, time.sleep)
+        if not gone.done:
+            raise StageFailed("namespace %s is still being deleted after %d s: nothing can be installed "
+                              "into it; re-run once it is gone" % (ns, int(seconds or 0)))
 
     def _recover(self, how: str, p: dict[str, Any], name: str, ns: str, helm: dict[str, Any], helm_auth: dict[str, Any],
                  auth: dict[str, Any], task_vars: dict[str, Any] | None) -> None:

@@ -14,16 +14,17 @@ author:
   - kubevirtci developers (!UNKNOWN)
 description:
   - Lists the ResourceSlices of O(driver) (field selector C(spec.driver=<driver>)) and then watches them,
-    resuming from the list's resourceVersion (re-listing only on C(410 Gone)), until every target node has a
-    complete pool. No polling; one list and one watch per wait, plus a re-list after C(410 Gone) and a
-    reconnection after a network error.
+    resuming from the list's resourceVersion, until every target node has a complete pool. No polling; one
+    list and one watch per wait, plus a re-list after C(410 Gone) or a watch the server closed early and a
+    reconnection (bounded backoff) after a network error or a server error.
   - A pool is complete when the slices at its highest generation number its C(resourceSliceCount);
     slices of older generations are ignored. Slice names are never used.
   - Target nodes are O(nodes), or the nodes running a driver pod (O(namespace), and O(pod_selector) or the
     DaemonSets of O(release_name)).
     A target node deleted during the wait is dropped.
   - On timeout it fails naming every node still missing or incomplete, with its driver pod's phase,
-    container states and last O(log_lines) log lines.
+    container states and last O(log_lines) log lines. It fails before the timeout, within 60 s of the cause,
+    when a target node's driver pod cannot run (see O(wait)).
   - Returns the topology as the fact C(dra_cpu_topology) (per node its total and each cell's allocatable CPUs,
     and the cluster-wide figures) and a table in RV(summary) (with the devices of each cell). In grouped mode each
     cell is one device and its allocatable CPUs are the device's C(dra.cpu/cpu) capacity; in individual mode
@@ -83,12 +84,20 @@ options:
         a pool says what the probe will say 5 to 15 s later. helm's C(--wait)
         accepts a DaemonSet with C(maxUnavailable) pods still starting, and after an upgrade that changes only
         the driver's version the old driver's pool stays complete until the new driver publishes. The pods are
-        read only when the DaemonSets do not already say that every desired pod is available. With
-        O(nodes) only the pools are waited for.
+        read only when the DaemonSets do not already say that every desired pod is available. The rollout
+        wait watches the DaemonSets of O(release_name) (without it, the driver's pods), so it ends when the
+        event that completes it arrives. With O(nodes) only the pools are waited for.
+      - Both waits end early, failing, when the driver cannot run on a target node. Every 10 s of waiting
+        its driver pods are read. A container that has waited in C(ErrImagePull) or C(ImagePullBackOff) for
+        30 s, or whose pod's events hold two failed pulls (C(Failed to pull image)), ends the wait naming the
+        node, the pod, the image and the kubelet's reason and message. A container restarted 3 times and
+        down (C(CrashLoopBackOff) or terminated) ends it with its last O(log_lines) log lines. A pull that
+        recovers inside those 30 s does not end it.
     type: bool
     default: true
   timeout:
-    description: Seconds to wait, for the pools and the rollout together.
+    description: Seconds to wait, for the pools and the rollout together. A driver that cannot run ends the
+      wait sooner (see O(wait)).
     type: int
     default: 300
   expected_cells_per_node:
@@ -337,7 +346,8 @@ pending_nodes:
   description:
     - Nodes still missing or incomplete, each with C(node), C(state) (V(missing) or V(incomplete); V(not serving)
       when the pool is complete but the node's driver pod did not turn C(Ready) in time), C(reason),
-      C(pod) (phase, reason, containers) and C(logs). Empty on success with O(wait).
+      C(pod) (phase, reason, containers) and C(logs). Empty on success with O(wait). Filled the same way
+      when the wait ended early because the driver cannot run.
   returned: always
   type: list
   elements: dict
@@ -349,7 +359,7 @@ sizing_problems:
 wait_stats:
   description: API requests made by the wait (C(lists), C(watches), C(relists), C(reconnects), C(node_checks),
     C(events)) and C(elapsed) seconds of the pools' wait; C(rollout_passes), the looks at the DaemonSets and
-    pods after it (one a second; absent when the rollout is not waited for).
+    pods after it (one per watch event and one every 10 s; absent when the rollout is not waited for).
   returned: always
   type: dict
 """

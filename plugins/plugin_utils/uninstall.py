@@ -5,7 +5,7 @@
 Owns: the order of an uninstall and the modules it starts (through the action's ``_execute_module``,
 so they run wherever the connection points): ``kubernetes.core.helm`` (``release_state: absent``,
 wait) when there is a release, ``kubernetes.core.k8s_info`` until the driver's ResourceSlices are
-gone (only after this run removed the release: slices of another installation are not this role's
+gone (k8s/wait.py's polling source) (only after this run removed the release: slices of another installation are not this role's
 business, and are never touched), ``kubernetes.core.k8s`` to delete the namespace the collection
 created. What to remove and the report's words are module_utils/release/uninstall.py. What is
 installed comes from preflight (``installed``); without it the namespace and the other releases are
@@ -19,6 +19,7 @@ __metaclass__ = type
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed as inst
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import uninstall as plan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import DEFAULT_DRIVER
@@ -90,15 +91,14 @@ class UninstallSteps(object):
         return {"action": action, "changed": changed, "report": lines}
 
     def _wait_slices_gone(self, auth: dict[str, Any], timeout: int, task_vars: dict[str, Any] | None) -> None:
-        """Until no ResourceSlice of the driver is left; fails after ``timeout`` seconds naming their nodes."""
-        deadline = time.time() + timeout
-        while True:
+        """Until no ResourceSlice of the driver is left (read through k8s_info every SLICE_POLL_SECONDS by
+        k8s/wait.py's polling source); fails after ``timeout`` seconds naming their nodes."""
+        def read() -> list[dict[str, Any]]:
             found = self._checked(K8S_INFO, dict(auth, api_version="resource.k8s.io/v1", kind="ResourceSlice",
                                                  field_selectors=["spec.driver=%s" % DEFAULT_DRIVER]), task_vars,
                                   "cannot read the ResourceSlices of %s" % DEFAULT_DRIVER)
-            left = found.get("resources") or []
-            if not left:
-                return
-            if time.time() >= deadline:
-                self._fail(plan.slices_outlive_message(DEFAULT_DRIVER, left, timeout))
-            time.sleep(SLICE_POLL_SECONDS)
+            return list(found.get("resources") or [])
+
+        gone = poll_until(read, lambda left: not left, timeout, SLICE_POLL_SECONDS, time.monotonic, time.sleep)
+        if not gone.done:
+            self._fail(plan.slices_outlive_message(DEFAULT_DRIVER, gone.seen, timeout))

@@ -20,6 +20,9 @@ from urllib.parse import quote
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+# the ResourceSlices of every driver (list and watch with ``fieldSelector=spec.driver=<driver>``)
+RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
+
 
 class KubeRequestError(Exception):
     """An API request failed.

@@ -99,10 +99,14 @@ def release_daemonsets(daemonsets: list[dict[str, Any]], release: str, namespace
     return sorted(owned, key=lambda d: _meta(d).get("name") or "")
 
 
+def daemonsets_path(namespace: str) -> str:
+    """The API path of the DaemonSets in ``namespace``."""
+    return "/apis/apps/v1/namespaces/%s/daemonsets" % quote(namespace, safe="")
+
+
 def list_release_daemonsets(api: RawApi, namespace: str, release: str) -> list[dict[str, Any]]:
     """The DaemonSets of ``release`` in ``namespace`` (one list), sorted by name."""
-    path = "/apis/apps/v1/namespaces/%s/daemonsets" % quote(namespace, safe="")
-    return release_daemonsets(api.get_json(path).get("items") or [], release, namespace)
+    return release_daemonsets(api.get_json(daemonsets_path(namespace)).get("items") or [], release, namespace)
 
 
 def daemonset_selectors(daemonsets: list[dict[str, Any]]) -> list[str]:

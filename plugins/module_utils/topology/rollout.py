@@ -2,33 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Whether the driver that published the pools is the one now running: the rollout after the pools.
 
-Owns: the rule, and the wait for it, that after every target's pool is complete
-- each DaemonSet of the release has rolled out: ``status.observedGeneration`` >= ``metadata.generation``
-  and ``updatedNumberScheduled`` >= ``desiredNumberScheduled`` (the first two conditions of
-  ``kubectl rollout status``, kubectl's DaemonSetStatusViewer; the controller counts a pod as updated
-  by its template hash or generation, IsPodUpdated in pkg/controller/daemon/util);
-- each Ready target node runs a driver pod, and every driver pod on it that is not being deleted is
-  ``Ready``: kubectl's third condition, ``numberAvailable`` >= ``desiredNumberScheduled``, per node
-  instead (a NotReady node's pod cannot turn Ready, and the fact already counts that node in no
-  figure). When the DaemonSets meet all three conditions, the pods are not read.
-- or, sooner, the node's pool was written by the pod running there now: its only driver pod (no
-  older one still going), Running, every container running and never restarted, and the pool
-  created or written (``creationTimestamp``, ``managedFields[].time``: the API server's clock, as
-  the pod's ``creationTimestamp``) in a later second than that pod was created. Upstream's driver
-  answers ``/healthz`` once ``driver.Start`` returned, and ``Start`` registers with the kubelet
-  and then starts publishing (cmd/dracpu/app.go, pkg/driver/driver.go): a pool that pod wrote says
-  what its readiness probe will say, without the probe's 5 to 15 s (the chart's
-  ``initialDelaySeconds: 5``, ``periodSeconds: 10``). The old driver cannot have written it: a
-  DaemonSet (``maxSurge`` 0, both charts) makes the new pod only once the old one is being deleted,
-  and the old pod is gone from the list before this counts.
-Why: helm's ``--wait`` accepts a DaemonSet with up to ``maxUnavailable`` pods not Ready, and after a
-version-only upgrade the old driver's pool keeps its shape, sizes and generation until the new driver
-publishes again, so a complete pool alone does not say that the new driver runs.
-
-The wait reads the DaemonSets (with a release) and, unless they say the rollout is done, the pods
-(one list per selector) once a second until the rule holds or the deadline passes. Who the targets
-are and the pools are run.py's and waiter.py's; the failure's per-node pod state and logs are
-pod_diagnostics.py's.
+Owns the rule (each DaemonSet of the release rolled out as ``kubectl rollout status`` reads it; each
+Ready target node's driver pod Ready, or the only one there, running and never restarted, and its node's
+pool written after it was created) and the wait for it: ``Rollout``, a k8s/wait.py predicate driven by a
+watch of the release's DaemonSets (their status follows their pods; the pods are read when it changes)
+or, without a release, of the driver's pods. Why the rule is so: docs/internals.md, "Why the waits are
+as they are". The failure's per-node pod state and logs are pod_diagnostics.py's.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -38,19 +17,48 @@ __metaclass__ = type
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
+from urllib.parse import quote
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import (
+    DONE,
+    IMPOSSIBLE,
+    TICK,
+    WAITING,
+    Verdict,
+    Wait,
+    WatchSource,
+    object_key,
+    retryable,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
+    LEGACY_POD_SELECTOR,
+    daemonsets_path,
     list_driver_pods,
-    list_release_daemonsets,
     live_pods_by_node,
     pod_node,
+    release_daemonsets,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import DriverHealth
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import slice_node
 
-POLL_INTERVAL = 1.0
+# how often a waiting rollout looks at what no watch event says: a driver pod that cannot run
+TICK_SECONDS = 10.0
+
+
+class Serving(TypedDict):
+    """What the rollout wait saw last: the DaemonSets behind (lines), each node not served and why, the
+    pods read, how often it judged, the last API error, why the driver cannot run (or None)."""
+    done: bool
+    daemonsets: list[str]
+    nodes: dict[str, str]
+    pods: list[K8sObject]
+    passes: int
+    last_error: str | None
+    failure: str | None
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -136,38 +144,78 @@ def nodes_not_serving(pods: list[dict[str, Any]], nodes: list[str],
     return out
 
 
-def wait_serving(api: RawApi, namespace: str, selectors: list[str], release: str, nodes: list[str],
-                 deadline: float, clock: Callable[[], float], sleep: Callable[[float], None],
-                 interval: float = POLL_INTERVAL, slices: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Until the rule holds or ``deadline`` (``clock`` time). Returns ``{done, daemonsets: [lines],
-    nodes: {node: reason}, pods: [the last pods read], passes, last_error}``.
-    ``release`` empty: the DaemonSets are not read (the pods came from ``pod_selector``).
-    ``slices``: the pools waited for; when each node's was last written (pools_written) is read from
-    them once, the first time the pods are.
-    Raises KubeRequestError on errors other than connection errors and 5xx."""
-    out: dict[str, Any] = {"done": False, "daemonsets": [], "nodes": {}, "pods": [], "passes": 0, "last_error": None}
-    written: dict[str, datetime] | None = None
-    while True:
-        out["passes"] += 1
-        try:
-            daemonsets = list_release_daemonsets(api, namespace, release) if release else []
-            out["daemonsets"] = daemonsets_behind(daemonsets)
-            if out["daemonsets"] or not daemonsets_available(daemonsets):
-                out["pods"] = list_driver_pods(api, namespace, selectors)
-                if written is None:
-                    written = pools_written(slices or [])
-                out["nodes"] = nodes_not_serving(out["pods"], nodes, written)
-            else:  # kubectl's rollout status says done: no pod to read (at 1,000 nodes a list of 1,000)
-                out["pods"], out["nodes"] = [], {}
-        except KubeRequestError as exc:
-            if not exc.connection_error and not (exc.status and exc.status >= 500):
-                raise
-            out["last_error"] = exc.message
+class Rollout(object):
+    """The rollout predicate: the DaemonSets (``release``) or the driver's pods (no release) from the watch."""
+
+    def __init__(self, api: RawApi, namespace: str, selectors: list[str], release: str, nodes: list[str],
+                 slices: list[K8sObject] | None, health: DriverHealth | None) -> None:
+        self.api, self.namespace, self.selectors, self.release = api, namespace, selectors, release
+        self.nodes, self.slices, self.health = nodes, slices or [], health
+        self.objects: dict[str, K8sObject] = {}
+        self.written: dict[str, datetime] | None = None
+        self.state = Serving(done=False, daemonsets=[], nodes={}, pods=[], passes=0, last_error=None, failure=None)
+
+    def source(self) -> WatchSource:
+        if self.release:
+            return WatchSource(self.api, daemonsets_path(self.namespace))
+        path = "/api/v1/namespaces/%s/pods" % quote(self.namespace, safe="")
+        return WatchSource(self.api, path, {"labelSelector": (self.selectors or [LEGACY_POD_SELECTOR])[0]})
+
+    def replace(self, items: list[K8sObject]) -> None:
+        self.objects = dict((object_key(o), o) for o in items)
+
+    def apply(self, kind: str, obj: K8sObject) -> None:
+        if kind == "DELETED":
+            self.objects.pop(object_key(obj), None)
         else:
-            out["last_error"] = None
-            if not out["daemonsets"] and not out["nodes"]:
-                out["done"] = True
-                return out
-        if clock() + interval > deadline:
-            return out
-        sleep(interval)
+            self.objects[object_key(obj)] = obj
+
+    def _look(self) -> None:
+        """The DaemonSets behind and the nodes not served; the pods read only when the DaemonSets do not
+        say done (at 1,000 nodes a list of 1,000)."""
+        state = self.state
+        if self.release:
+            daemonsets = release_daemonsets(list(self.objects.values()), self.release, self.namespace)
+            state["daemonsets"] = daemonsets_behind(daemonsets)
+            if not state["daemonsets"] and daemonsets_available(daemonsets):
+                state["pods"], state["nodes"] = [], {}
+                return
+            state["pods"] = list_driver_pods(self.api, self.namespace, self.selectors)
+        else:
+            state["pods"] = list(self.objects.values())
+        if self.written is None:
+            self.written = pools_written(self.slices)
+        state["nodes"] = nodes_not_serving(state["pods"], self.nodes, self.written)
+
+    def judge(self, moment: str) -> Verdict[Serving]:
+        state = self.state
+        state["passes"] += 1
+        try:
+            self._look()
+        except KubeRequestError as exc:
+            if not retryable(exc):
+                raise
+            state["last_error"] = exc.message
+            return Verdict(WAITING, state)
+        state["last_error"] = None
+        if not state["daemonsets"] and not state["nodes"]:
+            state["done"] = True
+            return Verdict(DONE, state)
+        if moment == TICK and self.health and state["nodes"]:
+            state["failure"] = self.health.check(sorted(state["nodes"]), state["pods"])
+            if state["failure"]:
+                return Verdict(IMPOSSIBLE, state, reason=state["failure"])
+        return Verdict(WAITING, state, waiting_for=state["daemonsets"] + sorted(state["nodes"]))
+
+
+def wait_serving(api: RawApi, namespace: str, selectors: list[str], release: str, nodes: list[str],
+                 timeout: float, clock: Callable[[], float], sleep: Callable[[float], None],
+                 slices: list[K8sObject] | None = None, health: DriverHealth | None = None,
+                 tick: float = TICK_SECONDS) -> Serving:
+    """Until the rule holds, the driver cannot run (``health``, judged every ``tick`` seconds) or
+    ``timeout`` seconds. ``release`` empty: no DaemonSet is read (the pods come from ``selectors[0]``).
+    ``slices``: the pools waited for (when each node's was last written, read once). Raises
+    KubeRequestError on errors other than connection errors and 5xx."""
+    rollout = Rollout(api, namespace, selectors, release, nodes, slices, health)
+    Wait(rollout.source(), rollout, clock=clock, sleep=sleep, tick=tick).run(timeout)
+    return rollout.state

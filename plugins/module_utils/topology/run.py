@@ -26,6 +26,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import GROUP_BY, MODES
@@ -40,6 +41,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
     resolve_pod_selectors,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import (
+    DriverHealth,
+    cannot_run_message,
     pending_report,
     rollout_message,
     rollout_report,
@@ -149,19 +152,22 @@ def _settle(api: RawApi, params: dict[str, Any], reserved: list[int], selectors:
             detail: ClusterTopology | None) -> tuple[dict[str, Any], str | None, ClusterTopology | None]:
     """Every pool is complete but does not have the sizes asked for: within ``sizing_grace`` seconds
     look again, once a second. After an upgrade (new reservedCPUs) upstream's ResourceSlice
-    controller updates a pool in place and keeps its generation when at most one slice changed
-    (k8s.io/dynamic-resource-allocation resourceslice syncPool), so the old pool is complete at the
-    same generation until the new driver publishes, a second or so after its pod turned Ready."""
+    controller keeps a pool's generation when at most one slice changed (docs/internals.md, "Why the
+    waits are as they are"). Polled through k8s/wait.py (each look is a whole wait)."""
     grace = params.get("sizing_grace") or 0
     if not (grace > 0 and params["wait"] and failure and result.get("ansible_facts")):
         return result, failure, detail
-    now = clock or time.monotonic
-    pause = sleep or time.sleep
-    deadline = now() + grace
-    while failure and result.get("ansible_facts") and now() < deadline:
-        pause(1)
-        result, failure, detail = _wait(api, params, reserved, selectors, problem, clock, sleep)
-    return result, failure, detail
+
+    def again() -> tuple[dict[str, Any], str | None, ClusterTopology | None]:
+        return _wait(api, params, reserved, selectors, problem, clock, sleep)
+
+    def settled(seen: tuple[dict[str, Any], str | None, ClusterTopology | None]) -> bool:
+        return not (seen[1] and seen[0].get("ansible_facts"))
+
+    verdict = poll_until(again, settled, grace, 1.0, clock or time.monotonic, sleep or time.sleep,
+                         initial=(result, failure, detail))
+    seen: tuple[dict[str, Any], str | None, ClusterTopology | None] = verdict.seen
+    return seen
 
 
 def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: list[str], problem: str | None,
@@ -170,7 +176,8 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
     """One wait (or snapshot): ``(result, failure message or None, detailed topology or None)``; the
     result holds the fact (fact.fact_of), the table and the sizing checks read the detail."""
     kwargs: dict[str, Any] = dict((k, v) for k, v in (("clock", clock), ("sleep", sleep)) if v is not None)
-    waiter = SliceWaiter(api, params["driver"], **kwargs)
+    health = DriverHealth(api, params["namespace"], selectors, clock or time.monotonic, params["log_lines"])
+    waiter = SliceWaiter(api, params["driver"], driver_check=health.check, **kwargs)
     explicit = params.get("nodes")
     empty: dict[str, Any] = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
     if explicit:
@@ -184,10 +191,7 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
                 "no driver pod found in namespace %s with %s: is the chart installed, and can its "
                 "DaemonSet run on any node?" % (params["namespace"], describe_selectors(selectors))), None
 
-    if params["wait"]:
-        waited = waiter.wait(targets, params["timeout"])
-    else:
-        waited = waiter.snapshot(targets)
+    waited = waiter.wait(targets, params["timeout"]) if params["wait"] else waiter.snapshot(targets)
 
     stats = dict(waited["stats"])
     if "elapsed" in waited:
@@ -204,20 +208,17 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
                                  log_lines=params["log_lines"])
         result["pending_nodes"] = entries
         if params["wait"]:
-            message = timeout_message(params["driver"], params["timeout"], entries)
-            if waited.get("last_error"):
-                message += "\nlast API error: %s" % waited["last_error"]
             # the nodes that did complete are reported all the same (returned as ``topology``)
             detail = _facts(api, waited, params)
             result["topology"] = topo.fact_of(detail)
-            return result, message, detail
+            return result, _pools_failure(params, waited, entries), detail
 
     down = None
     if params["wait"] and not explicit and waited["targets"]:
         # the pools are complete: is the driver that published them the one running now (rollout.py)?
         down = not_ready_nodes(api, params, waited["targets"])
         failure = _wait_rollout(api, params, selectors, [n for n in waited["targets"] if n not in down],
-                                waited, stats, clock, sleep, result)
+                                waited, stats, (clock, sleep, health), result)
         if failure:
             detail = _facts(api, waited, params, down)
             result["topology"] = topo.fact_of(detail)
@@ -248,22 +249,35 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
     return result, None, detail
 
 
+def _pools_failure(params: dict[str, Any], waited: dict[str, Any], entries: list[dict[str, Any]]) -> str:
+    """Why the pools' wait did not complete: the driver cannot run, or time ran out (the last API error)."""
+    message = (cannot_run_message(params["driver"], waited["failure"]) if waited.get("failure")
+               else timeout_message(params["driver"], params["timeout"], entries))
+    if waited.get("last_error"):
+        message += "\nlast API error: %s" % waited["last_error"]
+    return message
+
+
 def _wait_rollout(api: RawApi, params: dict[str, Any], selectors: list[str], nodes: list[str],
-                  waited: dict[str, Any], stats: dict[str, Any], clock: Callable[[], float] | None,
-                  sleep: Callable[[float], None] | None, result: dict[str, Any]) -> str | None:
+                  waited: dict[str, Any], stats: dict[str, Any],
+                  timing: tuple[Callable[[], float] | None, Callable[[float], None] | None, DriverHealth],
+                  result: dict[str, Any]) -> str | None:
     """Wait, within what is left of the timeout, until the release's DaemonSets have rolled out and
-    every Ready target node's driver pod is Ready or wrote that node's pool (rollout.py). The failure message, or None; on
-    failure ``result["pending_nodes"]`` holds each such node's pod state and logs."""
-    now = clock or time.monotonic
+    every Ready target node's driver pod is Ready or wrote that node's pool (rollout.py), or the driver
+    cannot run (``timing``'s DriverHealth). The failure message, or None; on failure
+    ``result["pending_nodes"]`` holds each such node's pod state and logs."""
+    clock, sleep, health = timing
     left = float(params["timeout"]) - float(waited.get("elapsed") or 0.0)
     release = "" if params.get("pod_selector") else (params.get("release_name") or "")
-    serving = wait_serving(api, params["namespace"], selectors, release, nodes, now() + left, now,
-                           sleep or time.sleep, slices=waited.get("slices"))
+    serving = wait_serving(api, params["namespace"], selectors, release, nodes, left, clock or time.monotonic,
+                           sleep or time.sleep, slices=waited.get("slices"), health=health)
     stats["rollout_passes"] = serving["passes"]
     if serving["done"]:
         return None
     entries = rollout_report(api, serving, params["namespace"], log_lines=params["log_lines"])
     result["pending_nodes"] = entries
+    if serving["failure"]:
+        return cannot_run_message(params["driver"], serving["failure"])
     return rollout_message(params["driver"], params["timeout"], serving, entries)
 
 

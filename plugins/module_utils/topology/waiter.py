@@ -1,22 +1,13 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Wait for the driver's ResourceSlices: one list, then one watch.
+"""Wait for the driver's ResourceSlices: every target node's pool complete.
 
-``SliceWaiter.wait`` lists ResourceSlices with the field selector
-``spec.driver=<driver>`` and watches from the list's resourceVersion until
-every target node has a complete pool (see slice_pools.pool_progress). It
-re-lists only when the server says the resourceVersion is too old (410 Gone)
-and reconnects the watch (from the last resourceVersion seen) after a
-connection error or a server-side watch timeout, all within the deadline.
-A target node that is deleted during the wait is dropped: its existence is
-checked when its last slice disappears, after a re-list, at the deadline and,
-while some target is still missing or incomplete, every NODE_CHECK_INTERVAL
-seconds (one list of node names: a node whose driver never published anything
-has no slice whose deletion would tell).
-
-Owns the list/watch loop only. Which nodes run a driver pod is in
-driver_pods.py; the timeout report (pod phase, container states, last log
-lines) in pod_diagnostics.py.
+Owns ``SliceWaiter``, the predicate of that wait (k8s/wait.py runs it: one list, then a watch of the
+slices with ``fieldSelector=spec.driver=<driver>``), judged per event on the node the event is about,
+and the deleted-node checks: a target node that no longer exists is dropped (checked when its last slice
+goes, after a re-list, at each tick while a target is pending, at the deadline). At each tick a
+``driver_check`` (pod_diagnostics.DriverHealth) may end the wait early: a driver that cannot run.
+Why it is built so: docs/internals.md, "Why the waits are as they are".
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -27,7 +18,25 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import (
+    RESOURCE_SLICES_PATH,
+    KubeRequestError,
+    RawApi,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import (
+    DEADLINE,
+    DONE,
+    EVENT,
+    IMPOSSIBLE,
+    RELISTED,
+    TICK,
+    WAITING,
+    Verdict,
+    Wait,
+    WatchSource,
+    new_stats,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
     group_pools,
@@ -38,73 +47,113 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import node_topology
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import NodeTopology, PoolProgress
 
+SLICES_PATH = RESOURCE_SLICES_PATH  # the name reports.py and the fault tests import
+# how often a pending wait looks at what no slice event says: deleted nodes, a driver pod that cannot run
+NODE_CHECK_INTERVAL = 10.0
+# ``driver_check(pending nodes)``: why the driver cannot run there, or None
+DriverCheck = Callable[[list[str]], "str | None"]
 
-SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
-NODE_CHECK_INTERVAL = 15.0
 
-
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+def _meta(obj: K8sObject) -> K8sObject:
     return (obj or {}).get("metadata") or {}
 
 
-def _key(obj: dict[str, Any]) -> str | None:
+def _key(obj: K8sObject) -> str | None:
     meta = _meta(obj)
     # bookkeeping key for the local cache; the logic never interprets names
     return meta.get("uid") or meta.get("name")
 
 
 class SliceWaiter(object):
-    """List + watch ResourceSlices of one driver until the targets are complete."""
+    """The ResourceSlices of one driver until the targets' pools are complete (a k8s/wait.py predicate)."""
 
     def __init__(self, api: RawApi, driver: str = DEFAULT_DRIVER, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, max_backoff: float = 5.0,
-                 node_check_interval: float = NODE_CHECK_INTERVAL) -> None:
+                 node_check_interval: float = NODE_CHECK_INTERVAL, driver_check: DriverCheck | None = None) -> None:
         self.api = api
         self.driver = driver
         self.clock = clock
         self.sleep = sleep
         self.max_backoff = max_backoff
         self.node_check_interval = node_check_interval
-        self.slices: dict[str | None, dict[str, Any]] = {}
+        self.driver_check = driver_check
+        self.slices: dict[str | None, K8sObject] = {}
         self.resource_version: str | None = None
-        self.stats = {"lists": 0, "watches": 0, "relists": 0, "reconnects": 0, "node_checks": 0,
-                      "events": 0}
+        self.stats = new_stats()
         self.targets: list[str] = []
         self.targets_set: set[str] = set()
         self.dropped: list[str] = []
         self.last_error: str | None = None
+        self.failure: str | None = None
         # incremental bookkeeping, so a watch event costs O(slices of one node), not O(all slices):
         # slices per node, and the target nodes whose pool is not complete yet
-        self.by_node: dict[str | None, dict[str | None, dict[str, Any]]] = {}
+        self.by_node: dict[str | None, dict[str | None, K8sObject]] = {}
         self.pending: set[str] = set()
+        self.gone: list[str] = []   # targets whose last slice an event deleted: does the node still exist?
         # each target's topology, built when its pool completes (during the wait, not after it)
         self.node_facts: dict[str, NodeTopology] = {}
 
-    # ------------------------------------------------------------------ helpers
+    def _source(self) -> WatchSource:
+        return WatchSource(self.api, RESOURCE_SLICES_PATH, {"fieldSelector": "spec.driver=%s" % self.driver})
 
-    def _selector(self) -> str:
-        return "spec.driver=%s" % self.driver
+    # ------------------------------------------------------------------ the predicate
 
-    def _list(self) -> None:
-        data = self.api.get_json(SLICES_PATH, {"fieldSelector": self._selector()})
-        self.stats["lists"] += 1
-        self.slices = {}
-        for item in data.get("items") or []:
-            if (item.get("spec") or {}).get("driver") in (None, self.driver):
-                self.slices[_key(item)] = item
-        self.resource_version = _meta(data).get("resourceVersion")
-        self._index()
-
-    def _set_targets(self, targets: list[str]) -> None:
-        self.targets = sorted(set(targets))
-        self.targets_set = set(self.targets)
-
-    def _index(self) -> None:
-        """Rebuild the per-node index and the pending set from ``slices`` (after a list)."""
+    def replace(self, items: list[K8sObject]) -> None:
+        """After a list: the slices of this driver, the per-node index and the pending set."""
+        self.slices = dict((_key(i), i) for i in items if (i.get("spec") or {}).get("driver") in (None, self.driver))
         self.by_node = {}
         for key, item in self.slices.items():
             self.by_node.setdefault(slice_node(item), {})[key] = item
         self.pending = set(node for node in self.targets if not self._complete(node))
+
+    def apply(self, kind: str, obj: K8sObject) -> None:
+        """One watch event: re-judge the node it is about."""
+        if (obj.get("spec") or {}).get("driver") not in (None, self.driver):
+            return
+        key, node = _key(obj), slice_node(obj)
+        if kind in ("ADDED", "MODIFIED"):
+            self.slices[key] = obj
+            self.by_node.setdefault(node, {})[key] = obj
+        elif kind == "DELETED":
+            self.slices.pop(key, None)
+            self.by_node.get(node, {}).pop(key, None)
+            if node in self.targets_set and not self.by_node.get(node):
+                self.gone.append(str(node))
+        self._judge(node)
+
+    def judge(self, moment: str) -> Verdict[set[str]]:
+        """Done when no target is pending; the deleted-node checks and the driver check by ``moment``."""
+        if moment == EVENT and self.gone:
+            self._drop_deleted(self.gone)
+        elif moment == RELISTED:
+            self._drop_deleted(set(n for n in self.pending if not self.by_node.get(n)))
+        elif moment == DEADLINE and self.pending:
+            self._drop_deleted(set(self.pending))
+        elif moment == TICK:
+            self._check_pending_nodes()
+            if self.pending and self.driver_check:
+                self.failure = self.driver_check(sorted(self.pending))
+        self.gone = []
+        if not self.pending:
+            return Verdict(DONE, self.pending)
+        if self.failure:
+            return Verdict(IMPOSSIBLE, self.pending, reason=self.failure)
+        return Verdict(WAITING, self.pending)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _list(self) -> None:
+        items, self.resource_version = self._source().list()
+        self.stats["lists"] += 1
+        self.replace(items)
+
+    def _apply(self, event: K8sObject) -> None:
+        self.apply(str(event.get("type")), event.get("object") or {})
+
+    def _set_targets(self, targets: list[str]) -> None:
+        self.targets = sorted(set(targets))
+        self.targets_set = set(self.targets)
+        self.pending = set(self.targets)   # until a list says otherwise
 
     def _complete(self, node: str) -> bool:
         """Judge one node's pool; keep its topology (``node_facts``) while the pool is complete."""
@@ -120,10 +169,10 @@ class SliceWaiter(object):
         """Re-judge one target node after its slices changed."""
         if node not in self.targets_set:
             return
-        if self._complete(node):
-            self.pending.discard(node)
+        if self._complete(str(node)):
+            self.pending.discard(str(node))
         else:
-            self.pending.add(node)
+            self.pending.add(str(node))
 
     def _drop_target(self, node: str) -> None:
         self.targets.remove(node)
@@ -131,15 +180,9 @@ class SliceWaiter(object):
         self.pending.discard(node)
         self.dropped.append(node)
 
-    def _progress(self) -> PoolProgress:
-        return pool_progress(list(self.slices.values()), self.targets, self.driver)
-
-    def _done(self) -> bool:
-        return not self.pending
-
     def _drop_deleted(self, candidates: list[str] | set[str]) -> None:
         """Drop target nodes among ``candidates`` that no longer exist."""
-        for node in sorted(candidates):
+        for node in sorted(set(candidates)):
             if node not in self.targets_set:
                 continue
             self.stats["node_checks"] += 1
@@ -172,60 +215,6 @@ class SliceWaiter(object):
             if node in self.targets_set and node not in names:
                 self._drop_target(node)
 
-    def _backoff(self, attempt: int, deadline: float) -> None:
-        delay = min(self.max_backoff, 0.5 * (2 ** attempt))
-        delay = max(0.0, min(delay, deadline - self.clock()))
-        if delay:
-            self.sleep(delay)
-
-    def _list_with_retry(self, deadline: float) -> bool:
-        attempt = 0
-        while True:
-            try:
-                self._list()
-                return True
-            except KubeRequestError as exc:
-                if not exc.connection_error and not (exc.status and exc.status >= 500):
-                    raise
-                self.last_error = exc.message
-                if self.clock() >= deadline:
-                    return False
-                self._backoff(attempt, deadline)
-                attempt += 1
-
-    def _apply(self, event: dict[str, Any]) -> str | None:
-        """Apply one watch event. Returns 'relist', 'check:<node>' or None."""
-        kind = event.get("type")
-        obj = event.get("object") or {}
-        if kind == "ERROR":
-            code = obj.get("code")
-            if code == 410:
-                return "relist"
-            self.last_error = "watch error %s: %s" % (code, obj.get("message", ""))
-            return "reconnect"
-        version = _meta(obj).get("resourceVersion")
-        if version:
-            self.resource_version = version
-        if kind == "BOOKMARK":
-            return None
-        self.stats["events"] += 1
-        spec = obj.get("spec") or {}
-        if spec.get("driver") not in (None, self.driver):
-            return None
-        key = _key(obj)
-        node = slice_node(obj)
-        if kind in ("ADDED", "MODIFIED"):
-            self.slices[key] = obj
-            self.by_node.setdefault(node, {})[key] = obj
-            self._judge(node)
-        elif kind == "DELETED":
-            self.slices.pop(key, None)
-            self.by_node.get(node, {}).pop(key, None)
-            self._judge(node)
-            if node in self.targets_set and not self.by_node.get(node):
-                return "check:%s" % node
-        return None
-
     # ------------------------------------------------------------------ wait
 
     def snapshot(self, targets: list[str]) -> dict[str, Any]:
@@ -235,85 +224,20 @@ class SliceWaiter(object):
         return self.result(waited=False)
 
     def wait(self, targets: list[str], timeout: int) -> dict[str, Any]:
-        """Wait until every node in ``targets`` has a complete pool.
+        """Until every node in ``targets`` has a complete pool, the driver check fails or ``timeout``.
 
-        Returns ``result()`` with ``complete`` True, or False at the deadline.
-        Raises KubeRequestError on permission problems.
-        """
+        Returns ``result()`` (``complete``; ``failure``: why the driver cannot run). Raises
+        KubeRequestError on permission problems."""
         self._set_targets(targets)
-        start = self.clock()
-        deadline = start + float(timeout)
-        if not self._list_with_retry(deadline):
-            return self.result(start=start)
-        if self._done():
-            return self.result(start=start)
+        wait = Wait(self._source(), self, clock=self.clock, sleep=self.sleep, tick=self.node_check_interval,
+                    max_backoff=self.max_backoff, stats=self.stats)
+        verdict = wait.run(timeout)
+        self.resource_version, self.last_error = wait.resource_version, wait.last_error
+        return self.result(elapsed=wait.elapsed, failure=verdict.reason or None)
 
-        attempt = 0
-        next_check = self.clock() + self.node_check_interval
-        while self.clock() < deadline:
-            if self.clock() >= next_check:
-                self._check_pending_nodes()
-                next_check = self.clock() + self.node_check_interval
-                if self._done():
-                    return self.result(start=start)
-            remaining = deadline - self.clock()
-            # the server ends the watch at the next node check (or the deadline)
-            watch_for = min(remaining, max(1.0, next_check - self.clock()))
-            query = {
-                "fieldSelector": self._selector(),
-                "resourceVersion": self.resource_version,
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": max(1, int(watch_for + 0.999)),
-            }
-            if not self.resource_version:
-                query.pop("resourceVersion")
-            action = None
-            self.stats["watches"] += 1
-            try:
-                for event in self.api.watch(SLICES_PATH, query, timeout=remaining + 10):
-                    attempt = 0
-                    action = self._apply(event)
-                    if action and action.startswith("check:"):
-                        self._drop_deleted([action.split(":", 1)[1]])
-                        action = None
-                    if action in ("relist", "reconnect"):
-                        break
-                    if self._done():
-                        return self.result(start=start)
-                    if self.clock() >= deadline:
-                        break
-            except KubeRequestError as exc:
-                if exc.gone:
-                    action = "relist"
-                elif exc.connection_error or (exc.status and exc.status >= 500):
-                    self.last_error = exc.message
-                    self.stats["reconnects"] += 1
-                    self._backoff(attempt, deadline)
-                    attempt += 1
-                    continue
-                else:
-                    raise
-            if action == "relist":
-                self.stats["relists"] += 1
-                if not self._list_with_retry(deadline):
-                    break
-                self._drop_deleted(set(n for n in self.pending if not self.by_node.get(n)))
-                if self._done():
-                    return self.result(start=start)
-            elif action == "reconnect":
-                self.stats["reconnects"] += 1
-                self._backoff(attempt, deadline)
-                attempt += 1
-            # else: the server ended the watch (timeoutSeconds); reconnect from resourceVersion
-
-        # deadline: nodes deleted meanwhile do not count
-        if self.pending:
-            self._drop_deleted(set(self.pending))
-        return self.result(start=start)
-
-    def result(self, start: float | None = None, waited: bool = True) -> dict[str, Any]:
-        progress = self._progress()
-        out = {
+    def result(self, elapsed: float | None = None, waited: bool = True, failure: str | None = None) -> dict[str, Any]:
+        progress = pool_progress(list(self.slices.values()), self.targets, self.driver)
+        out: dict[str, Any] = {
             "complete": not progress["missing"] and not progress["incomplete"],
             "slices": sorted(self.slices.values(), key=lambda s: _meta(s).get("name") or ""),
             "targets": list(self.targets),
@@ -323,7 +247,8 @@ class SliceWaiter(object):
             "stats": dict(self.stats),
             "resource_version": self.resource_version,
             "last_error": self.last_error,
+            "failure": failure,
         }
-        if start is not None:
-            out["elapsed"] = round(self.clock() - start, 3)
+        if elapsed is not None:
+            out["elapsed"] = elapsed
         return out

@@ -4,18 +4,20 @@
 
 Owns the claim ``<vmi>-cpu``, the launcher pod ``virt-launcher-<vmi>`` and, on the KEP-5517 path, the probe
 pod (``node_allocatable.py``): pods are deleted before the claim, each deletion waited for, and the
-problems returned instead of raised (the caller deletes in a ``finally`` path).
+problems returned instead of raised (the caller deletes in a ``finally`` path); the waits are k8s/wait.py's.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
+import functools
 from collections.abc import Callable
 from urllib.parse import quote
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import claim_name, pod_name
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.node_allocatable import probe_name
 
@@ -57,12 +59,10 @@ class Objects(object):
                 if not exc.not_found:
                     problems.append(exc.message)
                     continue
-            deadline = self.clock() + timeout
-            while self.get(path) is not None:
-                if self.clock() >= deadline:
-                    problems.append("%s still there %ds after its deletion" % (path, timeout))
-                    break
-                self.sleep(1)
+            gone = poll_until(functools.partial(self.get, path), lambda seen: seen is None, timeout, 1.0,
+                              self.clock, self.sleep)
+            if not gone.done:
+                problems.append("%s still there %ds after its deletion" % (path, timeout))
         return problems
 
     def pod_events(self, uid: str | None = None) -> list[dict[str, Any]]:

@@ -28,8 +28,13 @@ from typing import TYPE_CHECKING, Any
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import (
+    RESOURCE_SLICES_PATH,
+    KubeRequestError,
+    RawApi,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import manifests, readout, report, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import node_allocatable as kep5517
@@ -97,13 +102,9 @@ def _topology(api: RawApi, params: dict[str, Any], clock: Callable[[], float] | 
 
 def _wait_for(clock: Callable[[], float], sleep: Callable[[float], None], timeout: int,
               done: Callable[[], bool]) -> bool:
-    deadline = clock() + timeout
-    while True:
-        if done():
-            return True
-        if clock() >= deadline:
-            return False
-        sleep(POLL)
+    """Whether ``done()`` (its reads included) turned true within ``timeout`` seconds, asked every POLL
+    seconds (k8s/wait.py)."""
+    return poll_until(done, bool, timeout, POLL, clock, sleep).done
 
 
 def verify(api: RawApi, params: dict[str, Any], check_mode: bool, clock: Callable[[], float] | None = None,
@@ -134,7 +135,7 @@ def verify(api: RawApi, params: dict[str, Any], check_mode: bool, clock: Callabl
     if cpus < 1:
         return dict(result, failed=True, report=[size_line],
                     msg=sizing.NO_CPUS % int(fact.get("max_vm_host_cpus") or 0))
-    slices = api.get_json("/apis/resource.k8s.io/v1/resourceslices",
+    slices = api.get_json(RESOURCE_SLICES_PATH,
                           {"fieldSelector": "spec.driver=%s" % manifests.DEVICE_CLASS}).get("items") or []
     numa = manifests.numa_attribute(slices) if mode == "individual" else None
     result["numa_attribute"] = numa

@@ -303,3 +303,15 @@ def test_uninstall_without_preflight_reads_the_namespace_and_the_other_releases_
 def test_present_still_needs_the_chart():
     result = run(args(chart={}))[0]
     assert result["failed"] is True and "chart_ref and chart" in result["msg"]
+
+
+def test_a_namespace_that_stays_terminating_fails_after_its_wait(monkeypatch):
+    from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock
+    clock = Clock()
+    monkeypatch.setattr(action.time, "monotonic", clock)
+    monkeypatch.setattr(action.time, "sleep", clock.sleep)
+    fake = Fake({"kubernetes.core.k8s_info": {"resources": [{"metadata": {"deletionTimestamp": "x"}}]}})
+    result, fake = run(args(installed=installed_state(terminating=True), namespace_wait_seconds=10), fake)
+    assert result["failed"] is True and result["msg"].startswith("namespace dra is still being deleted after 10 s")
+    # read every 3 s: at 0, 3, 6, 9 and at the deadline
+    assert fake.names() == ["kubernetes.core.k8s_info"] * 5 and clock.now == 10

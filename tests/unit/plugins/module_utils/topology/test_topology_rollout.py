@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
@@ -22,6 +24,7 @@ from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_clus
     Clock,
     FakeCluster,
     HTTPError,
+    Response,
     pod,
 )
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.test_cpu_topology import PODS, SLICES, listing
@@ -71,30 +74,49 @@ def test_a_node_serves_with_a_ready_pod_beside_its_old_one_going():
 
 
 class Rollout(FakeCluster):
-    """The pods (and the DaemonSets) by the clock: ``phases`` is a list of (from time, pods[, daemonset])."""
+    """The pods (and the DaemonSets) by the clock: ``phases`` is a list of (from time, pods[, daemonset]);
+    ``scripts`` one list per watch request of ("advance", s) and events (the current phase's objects
+    as ``MODIFIED`` at the moment given by ("event",)); without a script a watch lasts its timeoutSeconds."""
 
-    def __init__(self, clock, phases, routes=None):
+    def __init__(self, clock, phases, routes=None, scripts=None):
         FakeCluster.__init__(self, routes)
-        self.clock, self.phases = clock, phases
+        self.clock, self.phases, self.scripts = clock, phases, list(scripts or [])
+
+    def _current(self):
+        return [p for p in self.phases if p[0] <= self.clock.now][-1]
+
+    def _stream(self, path, seconds):
+        for step in self.scripts.pop(0) if self.scripts else [("advance", seconds)]:
+            if step[0] == "advance":
+                self.clock.now += step[1]
+                continue
+            current = self._current()
+            obj = current[2] if path == DAEMONSETS else current[1][0]
+            yield (json.dumps({"type": "MODIFIED", "object": obj}) + "\n").encode()
 
     def request(self, method, path, **params):
-        current = [p for p in self.phases if p[0] <= self.clock.now][-1]
+        current = self._current()
         self.routes[PODS] = {"items": current[1]}
         if len(current) > 2:
             self.routes[DAEMONSETS] = {"items": [current[2]]}
+        query = dict(params.get("query_params") or [])
+        if query.get("watch") == "true":
+            self.calls.append((path, query))
+            return Response(chunks=self._stream(path, int(query["timeoutSeconds"])))
         return FakeCluster.request(self, method, path, **params)
 
 
-def test_wait_serving_waits_for_the_new_pod_then_stops():
+def test_wait_serving_ends_at_the_daemonset_event_that_follows_the_new_pod():
+    """The DaemonSet's status changes when its pod turns Ready: that event ends the wait, at once."""
     clock = Clock()
-    # the DaemonSet's status lags the pod by a second: the pods say when it is done
     cluster = Rollout(clock, [(0, [going("old", "n1"), creating("new", "n1")], daemonset()),
-                              (2, [pod("new", "n1")], daemonset()),
-                              (3, [pod("new", "n1")], daemonset(available=1))])
+                              (2, [pod("new", "n1")], daemonset())],
+                      scripts=[[("advance", 2), ("event",)]])
     got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["app.kubernetes.io/name=dra-driver-cpu"],
                                "dra-driver-cpu", ["n1"], 30.0, clock, clock.sleep)
-    assert got["done"] is True and got["passes"] == 3 and clock.now == 2.0
-    assert cluster.paths() == [DAEMONSETS, PODS] * 3
+    assert got["done"] is True and got["passes"] == 2 and clock.now == 2.0
+    assert cluster.paths() == [DAEMONSETS, PODS, DAEMONSETS, PODS]
+    assert cluster.calls[2][1]["watch"] == "true" and cluster.calls[2][1]["timeoutSeconds"] == 10
 
 
 def test_a_daemonset_rolled_out_as_kubectl_reads_it_needs_no_pod_list():
@@ -112,13 +134,23 @@ def test_a_daemonset_rolled_out_as_kubectl_reads_it_needs_no_pod_list():
     assert got["done"] is False and got["nodes"] == {"n1": "its pool is published but no driver pod runs on it"}
 
 
-def test_wait_serving_without_a_release_reads_no_daemonset_and_stops_at_the_deadline():
+def test_wait_serving_without_a_release_watches_the_pods_and_stops_at_the_deadline():
     clock = Clock()
     cluster = Rollout(clock, [(0, [creating("new", "n1")])])
-    got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["a=b"], "", ["n1"], 5.0, clock, clock.sleep)
+    got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["a=b"], "", ["n1"], 25.0, clock, clock.sleep)
     assert got["done"] is False and got["nodes"] == {"n1": "its pool is published but driver pod new is not Ready"}
-    # once a second, the last look at the deadline itself: t = 0, 1, ..., 5
-    assert set(cluster.paths()) == {PODS} and got["passes"] == 6 and clock.now == 5.0
+    # one list, then watches of at most the tick (10 s), reopened from the list's version: no more lists
+    assert set(cluster.paths()) == {PODS} and clock.now == 25.0
+    assert [q.get("timeoutSeconds") for unused, q in cluster.calls] == [None, 10, 10, 5]
+    assert cluster.calls[0][1] == {"labelSelector": "a=b"}
+
+
+def test_wait_serving_without_a_release_ends_at_the_pod_event():
+    clock = Clock()
+    cluster = Rollout(clock, [(0, [creating("new", "n1")]), (4, [pod("new", "n1")])],
+                      scripts=[[("advance", 4), ("event",)]])
+    got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["a=b"], "", ["n1"], 60.0, clock, clock.sleep)
+    assert got["done"] is True and clock.now == 4.0
 
 
 def test_wait_serving_retries_a_lost_connection_and_raises_on_forbidden():
@@ -132,7 +164,8 @@ def test_wait_serving_retries_a_lost_connection_and_raises_on_forbidden():
 
     got = rollout.wait_serving(RawApi(Flaky({PODS: {"items": [pod("p", "n1")]}})), "dra-driver-cpu", ["a=b"], "",
                                ["n1"], 10.0, clock, clock.sleep)
-    assert got["done"] is True and got["passes"] == 2 and got["last_error"] is None
+    # the list retried after 0.5 and 1 s of backoff
+    assert got["done"] is True and got["passes"] == 1 and got["last_error"] is None and clock.now == 1.5
     denied = FakeCluster({PODS: HTTPError(403, "forbidden")})
     with pytest.raises(KubeRequestError):
         rollout.wait_serving(RawApi(denied), "dra-driver-cpu", ["a=b"], "", ["n1"], 10.0, clock, clock.sleep)
@@ -155,11 +188,13 @@ def test_the_upgrade_race_the_install_now_waits_out():
     """The old pool complete at once; the new pod ContainerCreating while the old one goes, Ready at 3 s."""
     clock = Clock()
     cluster = Rollout(clock, [(0, [going("old", "node-a"), creating("new", "node-a")], daemonset()),
-                              (3, [pod("new", "node-a")], daemonset(available=1))], {SLICES: pool("node-a")})
+                              (3, [pod("new", "node-a")], daemonset(available=1))], {SLICES: pool("node-a")},
+                      scripts=[[("advance", 3), ("event",)]])
     result, message = topology_run.run(RawApi(cluster), params(timeout=60), [], clock=clock, sleep=clock.sleep)
     assert message is None, message
     assert result["ansible_facts"]["dra_cpu_topology"]["nodes"]["node-a"]["allocatable_cpus"] == 10
-    assert result["wait_stats"]["rollout_passes"] == 4 and clock.now == 3.0
+    # the DaemonSet's event at 3 s ends the wait then, not at the next poll
+    assert result["wait_stats"]["rollout_passes"] == 2 and clock.now == 3.0
 
 
 def test_a_new_pod_that_never_turns_ready_fails_naming_node_pod_and_rollout():

@@ -110,7 +110,7 @@ def test_list_then_watch_until_complete(slices):
     assert watch_query["resourceVersion"] == "100"
     assert watch_query["fieldSelector"] == "spec.driver=dra.cpu"
     assert watch_query["allowWatchBookmarks"] == "true"
-    assert watch_query["timeoutSeconds"] == 15  # capped at the next node check
+    assert watch_query["timeoutSeconds"] == 10  # capped at the next tick (node and driver checks)
     assert result["resource_version"] == "106"
     assert result["elapsed"] == 3
 
@@ -150,8 +150,8 @@ def test_server_watch_timeout_reopens(slices):
     result = make(clock, api).wait(["node01"], 60)
     assert result["complete"] is True
     watches = [c for c in api.calls if c[0] == "watch"]
-    # 40 s remain, but the watch ends at the next node check (every 15 s while a node is pending)
-    assert watches[1][2]["timeoutSeconds"] == 15
+    # 40 s remain, but the watch ends at the next tick (every 10 s while a node is pending)
+    assert watches[1][2]["timeoutSeconds"] == 10
     assert ("node", "node01") in api.calls
 
 
@@ -237,7 +237,7 @@ def test_list_retries_connection_errors_until_deadline():
     errors = [KubeRequestError("down", status=None)] * 10
     api = FakeApi(clock, errors, [])
     result = make(clock, api).wait(["n"], 3)
-    assert result["complete"] is False
+    assert result["complete"] is False and result["failure"] is None
     assert result["last_error"] == "down"
     assert clock.now == 3
 
@@ -388,3 +388,17 @@ def test_node_facts_are_built_when_the_pool_completes_and_dropped_when_it_is_not
     assert waiter.node_facts == build_topology([s1, s2])["nodes"]
     waiter._apply(event("ADDED", gen2, rv="102"))  # a newer generation, 1 of 2 chunks: not complete any more
     assert waiter.node_facts == {} and waiter.pending == {"node01"}
+
+
+def test_a_driver_that_cannot_run_ends_the_wait_at_a_tick():
+    clock = Clock()
+    api = FakeApi(clock, [listing([])], [[("advance", 10)], [("advance", 10)]], nodes=["node01"])
+    asked = []
+
+    def check(pending):
+        asked.append((clock.now, list(pending)))
+        return "driver pod p on node node01 cannot pull its image x: ErrImagePull" if clock.now >= 20 else None
+
+    result = w.SliceWaiter(api, "dra.cpu", clock=clock, sleep=clock.sleep, driver_check=check).wait(["node01"], 300)
+    assert result["failure"] == "driver pod p on node node01 cannot pull its image x: ErrImagePull"
+    assert result["complete"] is False and clock.now == 20 and asked == [(10, ["node01"]), (20, ["node01"])]
