@@ -185,9 +185,7 @@ class ActionModule(UninstallSteps, ActionBase):
             "psa_labels": p["namespace_labels"], "owner_label": p["owner_label"]}, recover=p["recover"])
         image, source = image_line(chart, p["image"], p["chart_values"])
         lines: list[str] = []
-        # the chart stage's own lines (a list; one str from older chart_layout results)
-        chart_lines = chart.get("report") or []
-        chart_lines = [str(x) for x in ([chart_lines] if isinstance(chart_lines, str) else chart_lines)]
+        chart_lines = [str(x) for x in chart.get("report") or []]
 
         def report(action: str, revision: int | None) -> list[str]:
             version = want_version or plan["release"]["chart_version"] or "newest"

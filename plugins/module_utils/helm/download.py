@@ -104,11 +104,6 @@ def parse_sha256sum(text: str, name: str) -> str | None:
     return None
 
 
-def check_text(sha256: str | None) -> str:
-    """How a download is verified, for the messages: the pin, or the mirror's file."""
-    return "the pinned sha256 %s" % sha256 if sha256 else "the mirror's .sha256sum"
-
-
 def refusal_message(version: str, platform: str, url: str, pinned: str, got: str | None) -> str:
     return ("Refusing helm %s for %s from %s: dra_cpu_helm_checksums pins sha256 %s, the mirror served "
             "a file with sha256 %s. Nothing was unpacked and nothing was installed. Point "

@@ -268,16 +268,6 @@ def complete_node_topologies(slices: list[dict[str, Any]], driver: str = DEFAULT
                 if (wanted is None or node in wanted) and by_node[node]["complete"])
 
 
-def build_topology(slices: list[dict[str, Any]], driver: str = DEFAULT_DRIVER,
-                   nodes: list[str] | None = None) -> dict[str, Any]:
-    """Build the ``dra_cpu_topology`` facts from ResourceSlices.
-
-    Only nodes with a complete pool are included; ``nodes`` (optional)
-    restricts the result to those node names.
-    """
-    return cluster_topology(complete_node_topologies(slices, driver, nodes), driver)
-
-
 def cluster_topology(node_facts: dict[str, Any], driver: str = DEFAULT_DRIVER,
                      not_ready: list[str] | None = None) -> dict[str, Any]:
     """The detailed topology from the per-node topologies (``{node: node_topology()}``): the
