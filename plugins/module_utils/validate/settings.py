@@ -23,6 +23,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import is_semver, is_helm_version
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.preflight_checks import CHECKS
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import node_sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import (
     MAPPING_KEY,
     CLAIMABLE_GROUP_BY,
@@ -220,12 +221,12 @@ def _check_sizing(p: dict[str, Any], reserved: list[int], settings: dict[str, An
     against the reserved CPUs; min_cell_cpus."""
     num_vcpu = optional_positive_int("num_vcpu", p.get("num_vcpu"), errors)
     num_numa = optional_positive_int("num_numa_nodes", p.get("num_numa_nodes"), errors)
-    if num_vcpu is not None and num_numa is not None and num_vcpu % num_numa:
+    if num_vcpu is not None and num_numa is not None and not node_sizing.splits_evenly(num_vcpu, num_numa):
         errors.append(err("num_vcpu", p.get("num_vcpu"),
                           "cannot be split evenly over %d NUMA nodes (dra_cpu_num_numa_nodes)" % num_numa,
                           "a multiple of %d" % num_numa))
     if num_vcpu is not None and reserved:
-        outside = [c for c in reserved if c >= num_vcpu]
+        outside = node_sizing.reserved_outside(reserved, num_vcpu)
         if outside:
             errors.append(err("reserved_cpus", p.get("reserved_cpus"),
                               "names CPUs %s that a %d-vCPU node does not have (dra_cpu_num_vcpu)"
@@ -237,6 +238,9 @@ def _check_sizing(p: dict[str, Any], reserved: list[int], settings: dict[str, An
                               "fewer reserved CPUs than dra_cpu_num_vcpu"))
     settings["num_vcpu"] = num_vcpu
     settings["num_numa_nodes"] = num_numa
+    # the topology stage checks the cells per node only where the cells are NUMA nodes
+    settings["cells_are_numa_nodes"] = node_sizing.cells_are_numa_nodes(
+        settings.get("cpu_device_mode"), settings.get("group_by") or node_sizing.DEFAULT_GROUP_BY)
 
     # 0 disables the check
     raw: Any = p.get("min_cell_cpus")

@@ -34,6 +34,7 @@ class Settings(TypedDict, total=False):
     report_dir: str
     num_vcpu: Optional[int]
     num_numa_nodes: Optional[int]
+    cells_are_numa_nodes: bool
     min_cell_cpus: int
     chart_values: dict[str, Any]
     preflight_ignore: list[str]

@@ -218,17 +218,6 @@ def test_parse_quantity_invalid(value):
 # ------------------------------------------------------------------ sizing
 
 
-def test_expected_cells_reference():
-    cells = sizing.expected_cells(12, 2, [0, 1])
-    assert cells == [
-        {"id": 0, "cpus": "0-5", "reserved": "0-1", "allocatable": "2-5", "allocatable_cpus": 4},
-        {"id": 1, "cpus": "6-11", "reserved": "", "allocatable": "6-11", "allocatable_cpus": 6},
-    ]
-    with pytest.raises(t.TopologyError) as exc:
-        sizing.expected_cells(12, 5)
-    assert str(exc.value) == "12 vCPUs cannot be split evenly over 5 NUMA cells"
-
-
 def test_sizing_matches(slices):
     for name in ("reference_grouped_numanode.yaml", "reference_individual.yaml"):
         topo = build_topology(slices(name))
