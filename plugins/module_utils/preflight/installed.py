@@ -1,18 +1,10 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""What is installed already: the release namespace and the helm release (pure functions).
-
-The role needs both before it writes anything: whether the namespace exists and carries the labels
-it must have (the role's Pod Security labels), and the release's status (a ``pending-*`` one must be recovered first) and chart
-version (an unchanged pinned version needs no second chart fetch). Reading them here, inside the
-preflight module's one process, saves the role three module starts on every run.
-
-Helm 3 keeps each revision of a release in a Secret ``sh.helm.release.v1.<name>.v<N>`` of type
-``helm.sh/release.v1`` labelled ``owner=helm,name=<name>,status=<status>,version=<N>``; its
-``data.release`` is base64 (the Secret encoding) of base64 of the gzipped release JSON
-(helm's pkg/storage/driver/util.go). Only the chart's name and version and a digest of the
-values (``values_sha256``, see ``values_digest``) are taken from it: the values themselves (which
-may hold secrets) are never returned.
+"""What is installed already (pure): the release namespace (exists, terminating, labels) and the
+helm release (status, chart version, a digest of its values, never the values) from its revision
+Secrets, and the other helm releases in the namespace. Preflight reads them, in its one process; the
+release stage acts on that reading only. How helm stores a release: docs/internals.md ("Why the
+settings and the chart values are as they are").
 """
 
 from __future__ import absolute_import, annotations, division, print_function
