@@ -141,14 +141,28 @@ def _result(source: str, path: str, cmd: str, version: str, report: list[str], m
             "missing": missing, "report": report}
 
 
+# how the helm stage downloads: its result's ``download``, which the chart stage uses when the helm
+# found cannot validate the chart's schema (chart/stage.py replace_helm), so the options are given once
+DOWNLOAD_OPTIONS = ("version", "mirror", "cache_dir", "checksums", "pinned_checksums", "timeout")
+
+
 def helm_tool(params: dict[str, Any], check_mode: bool, run: Runner, which: Callable[[str], str | None] = shutil.which,
               uname: Callable[[], Sequence[str]] = os.uname,
               opener: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """The module's result for validated ``params``.
+    """The module's result for validated ``params``: the helm found, and ``download``, how it
+    downloads one (DOWNLOAD_OPTIONS).
 
     ``run(argv) -> (rc, stdout)`` runs a helm command, ``which(name)`` finds one on PATH,
     ``uname()`` gives the platform, ``opener`` replaces the download's HTTP opener (tests).
     """
+    result = _find(params, check_mode, run, which, uname, opener)
+    if not result.get("failed"):
+        result["download"] = dict((key, params.get(key)) for key in DOWNLOAD_OPTIONS)
+    return result
+
+
+def _find(params: dict[str, Any], check_mode: bool, run: Runner, which: Callable[[str], str | None],
+          uname: Callable[[], Sequence[str]], opener: Callable[..., Any] | None) -> dict[str, Any]:
     binary = str(params.get("binary") or "").strip()
     force = bool(params.get("force_download"))
     report: list[str] = []
