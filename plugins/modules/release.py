@@ -16,7 +16,7 @@ author:
   - kubevirtci developers (!UNKNOWN)
 description:
   - The role's release stage in one task. From what is installed (O(installed), as
-    M(kubevirtci.dra_cpu.preflight) returns it: the one reader of it) and what is wanted
+    M(kubevirtci.dra_cpu.preflight) returns it, the one reader of it) and what is wanted
     (O(chart), the chart version read and the values mapped onto it), it decides the plan and carries
     it out.
   - "The namespace: while it is being deleted, waits until it is gone (up to O(namespace_wait_seconds)).

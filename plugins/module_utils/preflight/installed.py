@@ -18,6 +18,8 @@ import hashlib
 import json
 from typing import Any
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+
 RELEASE_SECRET_TYPE = "helm.sh/release.v1"
 GZIP_MAGIC = b"\x1f\x8b\x08"
 
@@ -38,7 +40,7 @@ def values_digest(values: dict[str, Any] | None) -> str:
 HELM_SELECTOR = "owner=helm"
 
 
-def other_releases(release_name: str, secrets: list[dict[str, Any]] | None) -> list[str]:
+def other_releases(release_name: str, secrets: list[K8sObject] | None) -> list[str]:
     """The names of the helm releases other than ``release_name`` that keep their revisions in
     ``secrets`` (uninstall leaves a namespace holding any of them in place)."""
     names = set()
@@ -49,7 +51,7 @@ def other_releases(release_name: str, secrets: list[dict[str, Any]] | None) -> l
     return sorted(names)
 
 
-def namespace_state(name: str, obj: dict[str, Any] | None, want_labels: dict[str, Any] | None = None) -> dict[str, Any]:
+def namespace_state(name: str, obj: K8sObject | None, want_labels: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{name, exists, terminating, labels, labels_ok}`` from a Namespace object (None: it does not
     exist); ``labels_ok``: it carries every label of ``want_labels`` with that value. A terminating
     namespace takes no new objects: the caller waits until it is gone."""
@@ -67,7 +69,7 @@ def namespace_state(name: str, obj: dict[str, Any] | None, want_labels: dict[str
     }
 
 
-def _revision(secret: dict[str, Any] | None) -> int:
+def _revision(secret: K8sObject | None) -> int:
     version: Any = (((secret or {}).get("metadata") or {}).get("labels") or {}).get("version")
     try:
         return int(version)
@@ -83,7 +85,7 @@ def decode_release(data: str) -> dict[str, Any]:
     return json.loads(raw.decode("utf-8"))
 
 
-def release_state(release_name: str, secrets: list[dict[str, Any]] | None) -> dict[str, Any]:
+def release_state(release_name: str, secrets: list[K8sObject] | None) -> dict[str, Any]:
     """The newest revision of a release from its Secrets.
 
     Returns ``{}`` when there is none, else ``{name, revision, status, chart, chart_version,

@@ -103,11 +103,12 @@ def _check_node(name: str, node: dict[str, Any], cells_n: int | None, cpus_n: in
     """One node's problems against the expectations."""
     problems = []
     cells = node.get("cells") or []
-    if cpus_n is not None and node.get("allocatable_cpus") != node_total:
+    published: Any = node.get("allocatable_cpus")
+    if cpus_n is not None and node_total is not None and published != node_total:
         problems.append(_problem(
-            name, None, node.get("allocatable_cpus"), node_total,
+            name, None, published, node_total,
             "node %s publishes %s allocatable CPUs, expected %d (%d CPUs - %d reserved)"
-            % (name, node.get("allocatable_cpus"), node_total, cpus_n, cpus_n - (node_total or 0))))
+            % (name, published, node_total, cpus_n, cpus_n - node_total)))
     if node.get("group_by") == MACHINE and cells_n is not None and len(cells) != 1:
         problems.append(_problem(name, None, len(cells), 1,
                                  "node %s: machine grouping should publish one cell, found %d"

@@ -52,6 +52,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.kubeconfig import check_kubeconfig
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.types import Settings
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 # the role's gate (dra_cpu_enabled, KUBEVIRT_USE_DRA_CPU): validate's ``run`` when it is off, and what it says
 SKIP = "skip"
@@ -285,7 +286,7 @@ def _check_values_and_preflight(p: dict[str, Any], settings: dict[str, Any], err
     choice(p, "state", "present", STATES, "a state", settings, errors)
 
 
-def validate_inputs(params: dict[str, Any] | None) -> tuple[Settings, list[str]]:
+def validate_inputs(params: ModuleParams | None) -> tuple[Settings, list[str]]:
     """``(settings, errors)`` for the ``validate`` options: the normalised values (meaningful only
     when ``errors`` is empty) and one message per bad variable, in the order of the checks."""
     errors: list[str] = []
@@ -341,7 +342,7 @@ def argument_spec() -> dict[str, Any]:
     )
 
 
-def validation_result(params: dict[str, Any]) -> dict[str, Any]:
+def validation_result(params: ModuleParams) -> dict[str, Any]:
     """The validate result for checked ``params``: the gate's skip (``enabled`` false: nothing else is
     looked at, ``run`` is ``skip``), ``failed`` with ``msg`` and ``errors``, or ``settings`` and ``run``
     (the state: what the later stages do)."""
