@@ -1,13 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Which helm the role runs: the helm stage (``helm_tool``, called by the helm_tool module and action).
-
-In this order: the configured ``dra_cpu_helm_binary`` whatever its version (the chart stage refuses
-one too old for the chart); else ``helm`` on PATH when ``helm version --short`` gives a v3 >= 3.13
-(kubernetes.core.helm needs 3.13 for plain_http, helm v4 changed flags); else ``dra_cpu_helm_version``
-for this platform, cached or downloaded (``download.py``; check mode only describes it: ``missing``).
-``force_download`` skips the first two. ``parse_helm_version``, ``usable``, ``choose`` and the
-``report_*`` lines are pure; ``helm_tool`` runs helm through the ``run``/``which`` it is given.
+"""Which helm the role runs, the helm stage (``helm_tool``): ``dra_cpu_helm_binary``, else helm v3 >=
+3.13 on PATH, else ``dra_cpu_helm_version`` cached or downloaded (check mode: ``missing``); its
+result also says how it downloads (``download``) for the chart stage. helm runs through the
+``run``/``which`` it is given.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
