@@ -1,17 +1,11 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
 """Action plugin for kubevirtci.dra_cpu.release: the role's release stage in one task, install or
-upgrade (``state: present``) or uninstall (``state: absent``: plugin_utils/uninstall.py).
-
-The decision is ``module_utils/release/plan.py`` (pure), made here in the controller's worker from
-what preflight read already (namespace, release status, chart version, values digest). Only what
-the plan needs starts a module, through ``_execute_module`` (so it runs wherever the connection
-points): ``kubernetes.core.k8s_info`` when preflight did not read the namespace or it is being
-deleted, ``kubernetes.core.helm_info`` when preflight did not read the release,
-``kubernetes.core.k8s`` to label (or create) the namespace, ``kubernetes.core.helm`` to uninstall a
-half-installed release and to install or upgrade, and ``ansible.builtin.command`` for
-``helm rollback``. A no-op run (namespace labelled, release deployed with the same chart version and
-values) starts no module process and writes nothing.
+upgrade (``state: present``) or uninstall (``state: absent``: plugin_utils/uninstall.py). The plan is
+module_utils/release/plan.py (pure), made from what preflight read of what is installed (its
+``installed``, the one reader) and the chart stage's result; only what the plan needs starts a module
+(kubernetes.core.k8s, kubernetes.core.helm, ansible.builtin.command for ``helm rollback``), so a no-op
+run starts none. docs/what-a-run-does.md tells the steps.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,8 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import re
 import time
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -40,7 +34,6 @@ except ImportError:  # pragma: no cover - kubernetes.core is a dependency of the
 K8S_INFO = "kubernetes.core.k8s_info"
 K8S = "kubernetes.core.k8s"
 HELM = "kubernetes.core.helm"
-HELM_INFO = "kubernetes.core.helm_info"
 COMMAND = "ansible.builtin.command"
 NO_HELM = ("check mode: helm is not available yet, so nothing was compared; a real run would install or "
            "upgrade")
@@ -52,31 +45,6 @@ class StageFailed(Exception):
         super(StageFailed, self).__init__(msg)
         self.msg = msg
         self.result = result or {}
-
-
-def chart_version_of(chart: str, version_hint: str = "") -> str:
-    """The version in helm_info's ``chart`` (``<name>-<version>``)."""
-    chart = str(chart or "")
-    if version_hint and chart.endswith("-" + version_hint):
-        return version_hint
-    found = re.search(r"-(v?\d+\.\d+\.\d+[0-9A-Za-z.+-]*)$", chart)
-    return found.group(1) if found else ""
-
-
-def release_from_helm_info(status: dict[str, Any] | None, version_hint: str = "") -> dict[str, Any]:
-    """``release_state``'s shape from kubernetes.core.helm_info's ``status`` ({} for none)."""
-    if not status:
-        return {}
-    try:
-        raw: Any = status.get("revision")
-        revision: int | None = int(raw)
-    except (TypeError, ValueError):
-        revision = None
-    chart = str(status.get("chart") or "")
-    version = chart_version_of(chart, version_hint)
-    return {"name": status.get("name", ""), "revision": revision, "status": str(status.get("status") or ""),
-            "chart": chart[:-(len(version) + 1)] if version else "", "chart_version": version,
-            "values_sha256": inst.values_digest(status.get("values")) if "values" in status else ""}
 
 
 def image_line(chart: dict[str, Any], image: str, chart_values: dict[str, Any]) -> tuple[str, str]:
@@ -110,6 +78,48 @@ def label_report(labels: dict[str, Any], params: dict[str, Any]) -> str:
         words.append("the owner label")
     other = sorted(k for k in labels if k not in psa and k not in owner)
     return " and ".join(words + other) or "no labels"
+
+
+def installed_now(p: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(namespace state, release state) from preflight's ``installed``, the one reader of what is
+    installed; StageFailed when it could not read it or was not given."""
+    installed = p["installed"] or {}
+    if not installed.get("readable") or installed.get("namespace") is None:
+        raise StageFailed("cannot tell what is installed in namespace %s: %s" % (
+            p["namespace"], installed.get("error") or "no `installed` given (preflight's result)"))
+    return installed["namespace"], installed.get("release") or {}
+
+
+@dataclass
+class _Run:
+    """What the steps of one present run share: the options, the cluster options, the plan and the
+    report lines gathered so far."""
+
+    p: dict[str, Any]
+    check: bool
+    auth: dict[str, Any]
+    helm_auth: dict[str, Any]
+    task_vars: dict[str, Any] | None
+    plan: dict[str, Any]
+    want_version: str
+    chart_lines: list[str]
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.p["release_name"])
+
+    @property
+    def ns(self) -> str:
+        return str(self.p["namespace"])
+
+    def report(self, action: str, revision: int | None) -> list[str]:
+        """The lines so far, the release's line (short enough not to be folded; the chart's version
+        is on its line), then the chart and image line."""
+        version = self.want_version or self.plan["release"]["chart_version"] or "newest"
+        head = "release %s (namespace %s): %s%s" % (
+            self.name, self.ns, action, ", revision %s" % revision if revision is not None else ", chart %s" % version)
+        return self.lines + [head] + self.chart_lines
 
 
 class ActionModule(UninstallSteps, ActionBase):
@@ -150,113 +160,96 @@ class ActionModule(UninstallSteps, ActionBase):
     # ------------------------------------------------------------------ the stage
 
     def _release(self, p: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
-        check = bool(self._task.check_mode)
-        # only the cluster options the task was given (module_defaults included): kubernetes.core's
-        # modules resolve the rest themselves (K8S_AUTH_*, KUBECONFIG, ~/.kube/config)
-        given = dict(self._task.args or {})
-        auth = dict((k, p[k]) for k in AUTH_ARG_SPEC if given.get(k) not in (None, "") and p.get(k) is not None)
-        helm = p["helm"] or {}
-        helm_auth = dict((k, v) for k, v in auth.items() if k in HELM_AUTH_OPTIONS)
-        if helm.get("path"):
-            helm_auth["binary_path"] = helm["path"]
-        helm_missing = bool(helm.get("missing"))
+        auth, helm_auth = self._auth(p, dict(self._task.args or {}))
         if p["state"] == "absent":
             return self._done(self._uninstall(p, auth, helm_auth, task_vars))
         if not p["chart_ref"] or not p["chart"]:
             raise StageFailed("state=present needs chart_ref and chart (the chart stage's result)")
-        name, ns, chart = p["release_name"], p["namespace"], p["chart"] or {}
-        installed = p["installed"] if (p["installed"] or {}).get("readable") else {}
-
-        ns_state = installed.get("namespace")
-        if ns_state is None:
-            ns_state = inst.namespace_state(ns, self._namespace(ns, auth, task_vars), p["namespace_labels"])
-        release = installed.get("release")
-        if release is None:
-            release = {}
-            if not helm_missing and ns_state.get("exists") and not ns_state.get("terminating"):
-                info = self._checked(HELM_INFO, dict(helm_auth, release_name=name, release_namespace=ns,
-                                                     release_state=["all"]), task_vars,
-                                     "cannot read release %s in namespace %s" % (name, ns))
-                release = release_from_helm_info(info.get("status"), str(chart.get("version") or ""))
-
+        ns_state, release = installed_now(p)
+        chart = p["chart"]
         values = release_plan.release_values(chart.get("release_values"), p["node_affinity"])
         want_version = str(chart.get("version") or p["chart_version"] or "")
         plan = release_plan.plan(ns_state, release, {
-            "name": name, "namespace": ns, "chart_version": want_version, "values": values,
-            "psa_labels": p["namespace_labels"], "owner_label": p["owner_label"]}, recover=p["recover"])
+            "name": p["release_name"], "namespace": p["namespace"], "chart_version": want_version,
+            "values": values, "psa_labels": p["namespace_labels"], "owner_label": p["owner_label"]},
+            recover=p["recover"])
         image, source = image_line(chart, p["image"], p["chart_values"])
-        lines: list[str] = []
-        # the chart stage's own lines (a list; one str from older chart_layout results)
-        chart_lines = chart.get("report") or []
-        chart_lines = [str(x) for x in ([chart_lines] if isinstance(chart_lines, str) else chart_lines)]
-
-        def report(action: str, revision: int | None) -> list[str]:
-            version = want_version or plan["release"]["chart_version"] or "newest"
-            # short enough not to be folded in the play's output; the chart's version is on its line
-            head = "release %s (namespace %s): %s%s" % (
-                name, ns, action, ", revision %s" % revision if revision is not None else ", chart %s" % version)
-            return lines + [head] + chart_and_image(chart_lines, image, source)
-
+        run = _Run(p, bool(self._task.check_mode), auth, helm_auth, task_vars, plan, want_version,
+                   chart_and_image([str(x) for x in chart.get("report") or []], image, source))
         public_plan = dict(plan, values_sha256=inst.values_digest(values))
         if plan["fail"]:
-            stuck = report("stuck in '%s'" % plan["pending"], plan["release"]["revision"])
+            stuck = run.report("stuck in '%s'" % plan["pending"], plan["release"]["revision"])
             raise StageFailed(plan["fail"], {"plan": public_plan, "report": stuck})
-        changed = False
-        # 1. the namespace: wait while it is being deleted, then create or (re)label it
-        if plan["namespace"]["wait"]:
-            self._wait_gone(ns, auth, p["namespace_wait_seconds"], task_vars)
-            lines.append("namespace %s: waited until its deletion finished" % ns)
-        labels = plan["namespace"]["labels"]
-        if labels:
-            verb = "create" if plan["namespace"]["creates"] else "label"
-            if check:
-                lines.append("namespace %s: would %s it with %s" % (ns, verb, label_report(labels, p)))
-                changed = True
-            else:
-                done = self._checked(K8S, dict(auth, state="present", definition={
-                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}),
-                    task_vars, "cannot %s namespace %s" % (verb, ns))
-                changed = changed or bool(done.get("changed"))
-                done_verb = "created" if verb == "create" else "labelled"
-                lines.append("namespace %s: %s with %s" % (ns, done_verb, label_report(labels, p)))
-
+        changed = self._namespace_step(run)
         out: dict[str, Any] = {"plan": public_plan, "values": values, "image": image, "image_source": source}
-        # 2. helm not there (check mode before the download): nothing to compare with
-        if helm_missing:
+        if (p["helm"] or {}).get("missing"):
+            # helm not there (check mode before the download): nothing to compare with
             out.update(action="would install or upgrade", revision=plan["release"]["revision"], changed=changed,
-                       report=lines + ["release %s (namespace %s): %s" % (name, ns, NO_HELM)]
-                       + chart_and_image(chart_lines, image, source))
+                       report=run.lines + ["release %s (namespace %s): %s" % (run.name, run.ns, NO_HELM)]
+                       + run.chart_lines)
             return self._done(out)
-        # 3. a pending release: recover it first
+        out.update(self._helm_step(run, values, changed, public_plan))
+        return self._done(out)
+
+    @staticmethod
+    def _auth(p: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the cluster options for kubernetes.core's k8s modules, those for its helm modules)."""
+        # only the cluster options the task was given (module_defaults included): kubernetes.core's
+        # modules resolve the rest themselves (K8S_AUTH_*, KUBECONFIG, ~/.kube/config)
+        auth = dict((k, p[k]) for k in AUTH_ARG_SPEC if given.get(k) not in (None, "") and p.get(k) is not None)
+        helm_auth = dict((k, v) for k, v in auth.items() if k in HELM_AUTH_OPTIONS)
+        if (p["helm"] or {}).get("path"):
+            helm_auth["binary_path"] = p["helm"]["path"]
+        return auth, helm_auth
+
+    def _namespace_step(self, run: "_Run") -> bool:
+        """Wait while the namespace is being deleted, then create or (re)label it. Returns changed."""
+        ns, plan = run.ns, run.plan
+        if plan["namespace"]["wait"]:
+            self._wait_gone(ns, run.auth, run.p["namespace_wait_seconds"], run.task_vars)
+            run.lines.append("namespace %s: waited until its deletion finished" % ns)
+        labels = plan["namespace"]["labels"]
+        if not labels:
+            return False
+        verb = "create" if plan["namespace"]["creates"] else "label"
+        if run.check:
+            run.lines.append("namespace %s: would %s it with %s" % (ns, verb, label_report(labels, run.p)))
+            return True
+        done = self._checked(K8S, dict(run.auth, state="present", definition={
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}),
+            run.task_vars, "cannot %s namespace %s" % (verb, ns))
+        run.lines.append("namespace %s: %s with %s" % (ns, "created" if verb == "create" else "labelled",
+                                                       label_report(labels, run.p)))
+        return bool(done.get("changed"))
+
+    def _helm_step(self, run: "_Run", values: dict[str, Any], changed: bool,
+                   public_plan: dict[str, Any]) -> dict[str, Any]:
+        """Recover a pending release, then install or upgrade unless nothing differs: the result's
+        action, revision, changed and report."""
+        plan, check, p = run.plan, run.check, run.p
+        revision = plan["release"]["revision"]
         prefix = ""
         if plan["recover"]:
-            if check:
-                prefix = "would recover (%s) + " % plan["recover"]
-            else:
-                self._recover(plan["recover"], p, name, ns, helm, helm_auth, auth, task_vars)
-                prefix = "recovered (%s) + " % plan["recover"]
+            if not check:
+                self._recover(plan["recover"], p, run.name, run.ns, p["helm"] or {}, run.helm_auth, run.auth,
+                              run.task_vars)
+            prefix = "%s (%s) + " % ("would recover" if check else "recovered", plan["recover"])
             changed = True
-        # 4. install or upgrade, unless nothing differs
         if plan["helm"] == release_plan.SKIP:
-            out.update(action="unchanged", revision=plan["release"]["revision"], changed=changed,
-                       report=report("unchanged", plan["release"]["revision"]))
-            return self._done(out)
+            return dict(action="unchanged", revision=revision, changed=changed, report=run.report("unchanged", revision))
         if check and (plan["helm"] == release_plan.INSTALL or plan["recover"]):
             action = prefix + "would %s" % plan["helm"]
-            out.update(action=action, revision=plan["release"]["revision"], changed=True,
-                       report=report(action, plan["release"]["revision"]))
-            return self._done(out)
-        args = dict(helm_auth, release_state="present", release_name=name, release_namespace=ns,
+            return dict(action=action, revision=revision, changed=True, report=run.report(action, revision))
+        args = dict(run.helm_auth, release_state="present", release_name=run.name, release_namespace=run.ns,
                     chart_ref=p["chart_ref"], release_values=values, wait=True, timeout=p["timeout"],
                     create_namespace=False)
         if p["chart_version"]:
             args["chart_version"] = p["chart_version"]
         if p["plain_http"]:
             args["plain_http"] = True
-        done = self._module(HELM, args, task_vars)
+        done = self._module(HELM, args, run.task_vars)
         if done.get("failed"):
             raise StageFailed(done.get("msg") or "helm failed", dict(done, plan=public_plan))
-        revision = plan["release"]["revision"]
         if done.get("changed"):
             verb = {"install": "installed", "upgrade": "upgraded"}[plan["helm"]]
             action = prefix + ("would %s" % plan["helm"] if check else verb)
@@ -264,9 +257,8 @@ class ActionModule(UninstallSteps, ActionBase):
                 revision = self._revision(done.get("status"), revision)
         else:
             action = prefix + "unchanged"
-        out.update(action=action, revision=revision, changed=changed or bool(done.get("changed")),
-                   report=report(action, revision))
-        return self._done(out)
+        return dict(action=action, revision=revision, changed=changed or bool(done.get("changed")),
+                    report=run.report(action, revision))
 
     def _done(self, out: dict[str, Any]) -> dict[str, Any]:
         out["modules"] = list(self._started)

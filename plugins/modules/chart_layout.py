@@ -117,8 +117,9 @@ options:
   helm_download:
     description:
       - How to get O(wanted_helm_version) when RV(helm_choice.action) is V(download) (helm on PATH cannot
-        validate the chart's schema) - the options of M(kubevirtci.dra_cpu.helm_tool) C(mirror),
-        C(cache_dir), C(checksums), C(pinned_checksums) and C(timeout). The module then downloads and
+        validate the chart's schema) - the helm stage's own download options, M(kubevirtci.dra_cpu.helm_tool)'s
+        RV(kubevirtci.dra_cpu.helm_tool#module:download) (C(mirror), C(cache_dir), C(checksums),
+        C(pinned_checksums), C(timeout)). The module then downloads and
         verifies that helm (or, in check mode, says it would) as M(kubevirtci.dra_cpu.helm_tool) with
         C(force_download) does and returns it as RV(helm). Unset - only RV(helm_choice) says so.
     type: dict

@@ -127,6 +127,15 @@ missing:
   returned: success
   type: bool
   sample: false
+download:
+  description:
+    - How this task downloads helm (O(version), O(mirror), O(cache_dir), O(checksums), O(pinned_checksums),
+      O(timeout)), for M(kubevirtci.dra_cpu.chart_layout)'s O(kubevirtci.dra_cpu.chart_layout#module:helm_download)
+      when the helm found cannot validate the chart's schema.
+  returned: success
+  type: dict
+  sample: {version: v3.22.0, mirror: "https://get.helm.sh", cache_dir: ~/.cache/kubevirtci.dra_cpu/helm,
+           checksums: {}, pinned_checksums: {}, timeout: 60}
 report:
   description: Short lines saying which helm is used and how it was verified (also on a failed download).
   returned: always

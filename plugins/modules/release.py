@@ -16,7 +16,7 @@ author:
   - kubevirtci developers (!UNKNOWN)
 description:
   - The role's release stage in one task. From what is installed (O(installed), as
-    M(kubevirtci.dra_cpu.preflight) returns it, or read here when not given) and what is wanted
+    M(kubevirtci.dra_cpu.preflight) returns it, the one reader of it) and what is wanted
     (O(chart), the chart version read and the values mapped onto it), it decides the plan and carries
     it out.
   - "The namespace: while it is being deleted, waits until it is gone (up to O(namespace_wait_seconds)).
@@ -30,7 +30,7 @@ description:
     their canonical JSON against the one of the values helm stored), nothing is run at all. Otherwise
     kubernetes.core.helm installs or upgrades it, with C(wait)."
   - A no-op run starts no module process and writes nothing. This is an action plugin; the modules it
-    needs (kubernetes.core.k8s_info, k8s, helm_info, helm, ansible.builtin.command for the rollback) are
+    needs (kubernetes.core.k8s_info, k8s, helm, ansible.builtin.command for the rollback) are
     run through the task's connection.
   - "With O(state=absent) it uninstalls instead, removing only what the collection installed: the release
     (kubernetes.core.helm, C(wait)) when there is one, then waits up to O(uninstall_timeout) seconds until
@@ -76,9 +76,9 @@ options:
   installed:
     description:
       - What is installed already, as M(kubevirtci.dra_cpu.preflight)'s RV(kubevirtci.dra_cpu.preflight#module:installed).
-        When it is not C(readable) (or empty), the namespace (kubernetes.core.k8s_info) and the release
-        (kubernetes.core.helm_info) are read here (with O(state=absent), the namespace and the other helm
-        releases in it, and helm is asked to uninstall all the same).
+        With O(state=present), when it is not C(readable) (or empty) the task fails with preflight's error;
+        with O(state=absent), the namespace and the other helm releases in it are read here, and helm is
+        asked to uninstall all the same.
     type: dict
     default: {}
   node_affinity:

@@ -16,8 +16,8 @@ description:
   - Checks every input of the C(kubevirtci.dra_cpu.dra_cpu) role locally, before anything touches the cluster.
   - Each error names the role variable (C(dra_cpu_...)), the bad value and what is accepted; all errors are
     reported together.
-  - Returns the normalised settings and the helm values for the chart version (C(args) for chart 0.2.x,
-    C(driverConfig) from 0.3.0), with O(chart_values) deep-merged last.
+  - Returns the normalised settings (RV(settings)), which M(kubevirtci.dra_cpu.chart_layout) maps onto the
+    values the chart really has.
   - Never contacts a cluster and never reports a change.
   - The role's gate comes first. With O(enabled=false) nothing else is checked, and the result is
     skipped with RV(run=skip) and a message that says why (shown without C(-v)).
@@ -179,15 +179,16 @@ EXAMPLES = r"""
     num_numa_nodes: 2
   register: validated
 
-- name: Install with the mapped values
-  kubernetes.core.helm:
-    name: dra-driver-cpu
-    chart_ref: oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu
-    chart_version: 0.3.0
-    release_namespace: dra-driver-cpu
-    release_values: "{{ validated.chart_values }}"
-    wait: true
-    timeout: "{{ validated.settings.helm_timeout }}"
+- name: Map the settings onto the values of the chart
+  kubevirtci.dra_cpu.chart_layout:
+    chart: "{{ validated.settings.chart }}"
+    chart_version: "{{ validated.settings.chart_version }}"
+    helm: helm
+    reserved_cpus: "{{ validated.settings.reserved_cpus }}"
+    group_by: "{{ validated.settings.group_by }}"
+    cpu_device_mode: "{{ validated.settings.cpu_device_mode }}"
+    chart_values: "{{ validated.settings.chart_values }}"
+  register: chart
 """
 
 RETURN = r"""
@@ -257,12 +258,6 @@ settings:
       description: Check names to downgrade.
       type: list
       elements: str
-    values_key:
-      description: Same as the top-level RV(values_key).
-      type: str
-    supports_node_affinity:
-      description: Same as the top-level RV(supports_node_affinity).
-      type: bool
   sample:
     reserved_cpus: 0-1
     reserved_cpu_list: [0, 1]
@@ -275,24 +270,6 @@ settings:
     helm_timeout_seconds: 300
     topology_timeout: 300
     state: present
-chart_values:
-  description: The values for C(kubernetes.core.helm), mapped for the chart version, O(chart_values) merged last.
-  returned: success
-  type: dict
-  sample:
-    driverConfig:
-      reservedCPUs: 0-1
-      cpuDeviceMode: grouped
-values_key:
-  description: V(args) for chart 0.2.x, V(driverConfig) for 0.3.0 and newer.
-  returned: success
-  type: str
-  sample: driverConfig
-supports_node_affinity:
-  description: Whether the chart version has an C(affinity) value (0.3.0 and newer).
-  returned: success
-  type: bool
-  sample: true
 errors:
   description: One message per bad variable.
   returned: failure

@@ -1,21 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Fetching the chart the role installs, and the layout cache by chart digest.
-
-* ``pull_argv`` / ``pull_env``: ``helm pull <ref> --destination <tmp> [--version V] [--plain-http]``
-  with ``SSL_CERT_FILE`` for ``dra_cpu_chart_ca_file``. The packaged ``.tgz`` is kept (not
-  ``--untar``): the chart_layout module reads its three files straight from it, and its sha256 is
-  the digest of a chart from an http(s) repository.
-* ``fetch_failure``: helm's error classified (the chart exists but not in this version, or the
-  reference / registry / TLS is wrong) into the message the role fails with.
-* ``digest_of``: the digest of a pulled chart: the one helm prints for an OCI chart
-  (``Digest: sha256:...``), else the sha256 of the .tgz.
-* ``cache_read`` / ``cache_write``: ``<cache_dir>/charts/<digest>.json``, the parsed layout of that
-  chart. helm has to pull the chart anyway to say which digest a reference names (a tag or
-  version can be moved), so the cache saves the parsing, not the pull.
-
-``fetch_chart`` runs helm through a ``run(argv, env) -> (rc, stdout, stderr)`` callable: the module
-passes ``AnsibleModule.run_command``, the action plugin (local connection) ``run_subprocess``.
+"""Fetching the chart the role installs (``helm pull`` into a temporary directory, the ``.tgz`` kept),
+helm's errors classified into the role's message, the chart's digest and the parsed layout cached by
+it (``<cache_dir>/charts/<digest>.json``). helm runs through the ``run(argv, env)`` it is given.
+Why the cache saves the parsing, not the pull: docs/internals.md.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

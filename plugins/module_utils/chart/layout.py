@@ -1,23 +1,10 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Which values a dra-driver-cpu chart really has, read from the chart itself (pure functions).
-
-Input: the chart's ``Chart.yaml`` (metadata), ``values.yaml`` and ``values.schema.json`` (or None),
-as the role reads them from the exact reference and version it installs. Output: the layout the
-role maps its settings onto:
-
-* ``driverConfig.*`` when the chart has a ``driverConfig`` value (main and, as published, 0.3.0),
-  else ``args.*`` (0.2.0). A section's keys come from the schema when it lists them (a ``$ref``
-  into ``$defs``, by JSON pointer or ``$id``, is followed), else from the defaults in values.yaml;
-  an empty ``driverConfig: {}`` without a schema listing its keys takes the driver's config-file
-  keys (they are not in the chart to read).
-* ``nodeSelector`` / ``affinity``: only when the chart has them (0.2.0 has neither).
-* the image: ``image.repository``, ``image.tag`` (empty = the chart's appVersion).
-
-A setting the role must pass that has no key in the chart is an error naming the chart, the version
-and the missing key, raised before anything is written. The version-number rule
-(``values.values_key``) is only the fallback when the chart cannot be read (check mode
-without helm). Must not run helm or read files: the role and the ``chart_layout`` module do.
+"""Which values a dra-driver-cpu chart really has, read from its ``Chart.yaml``, ``values.yaml`` and
+``values.schema.json`` (pure), and the release values for it: the settings (``chart_values.DRIVER_VALUES``)
+under ``driverConfig.*`` or ``args.*``, the image, the user's values merged last; a setting without a
+key in the chart is an error naming chart, version and key. Reads no file and runs no helm (stage.py
+does). Why: docs/internals.md ("Why the settings and the chart values are as they are").
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -25,6 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
@@ -97,20 +85,6 @@ def section_keys(values: dict[str, Any], schema: dict[str, Any] | None, section:
     return set(DRIVER_CONFIG_KEYS) if section == cv.DRIVER_CONFIG else set()
 
 
-def required_settings(reserved_cpus: str = "", group_by: str = "", cpu_device_mode: str = "grouped") -> dict[str, Any]:
-    """The driver settings the role passes: {chart key: value}. reservedCPUs is always set (an
-    upgrade then clears an earlier value); groupBy only when not the chart's default.
-    (``release_values`` adds publishNodeAllocatableResourceMapping only when it is on: helm's
-    upgrade without --reuse-values then drops it when turned off, and a chart without it is
-    refused only when it is asked for.)"""
-    settings = {"reservedCPUs": reserved_cpus or ""}
-    if cpu_device_mode:
-        settings["cpuDeviceMode"] = cpu_device_mode
-    if group_by:
-        settings["groupBy"] = group_by
-    return settings
-
-
 def chart_label(metadata: dict[str, Any], chart_ref: str) -> str:
     """``<reference or name> <version>``, how the messages name a chart."""
     return "%s %s" % (chart_ref or (metadata or {}).get("name") or "the chart",
@@ -169,7 +143,7 @@ def fallback_layout(chart_version: str, chart_ref: str = "") -> dict[str, Any]:
     }
 
 
-def release_values(layout: dict[str, Any], settings: dict[str, Any], user_values: dict[str, Any] | None = None,
+def release_values(layout: dict[str, Any], settings: Mapping[str, Any], user_values: dict[str, Any] | None = None,
                    image: str = "") -> dict[str, Any]:
     """The ``release_values`` for the chart ``layout``: the settings under the chart's key, the
     ``image`` override (``repo[:tag]``, '' = the chart's default) through image.repository/tag,
@@ -181,15 +155,12 @@ def release_values(layout: dict[str, Any], settings: dict[str, Any], user_values
             "chart %s has neither a driverConfig nor an args value, so it cannot be given "
             "driverConfig.reservedCPUs: this is not a dra-driver-cpu chart the role knows; "
             "pick another dra_cpu_chart or dra_cpu_chart_version" % chart)
-    wanted = required_settings(settings.get("reserved_cpus", ""), settings.get("group_by", ""),
-                               settings.get("cpu_device_mode", "grouped"))
-    if settings.get("node_allocatable_mapping"):
-        if key != cv.DRIVER_CONFIG or cv.MAPPING_KEY not in layout["keys"]:
-            raise ChartLayoutError(
-                "dra_cpu_node_allocatable_mapping: true needs the chart value driverConfig.%s, which chart %s "
-                "does not have (its driver settings are %s.*); nothing was installed; use a chart that has it "
-                "(upstream main's) or set dra_cpu_node_allocatable_mapping: false" % (cv.MAPPING_KEY, chart, key))
-        wanted[cv.MAPPING_KEY] = True
+    wanted = cv.driver_values(settings)
+    if cv.MAPPING_KEY in wanted and (key != cv.DRIVER_CONFIG or cv.MAPPING_KEY not in layout["keys"]):
+        raise ChartLayoutError(
+            "dra_cpu_node_allocatable_mapping: true needs the chart value driverConfig.%s, which chart %s "
+            "does not have (its driver settings are %s.*); nothing was installed; use a chart that has it "
+            "(upstream main's) or set dra_cpu_node_allocatable_mapping: false" % (cv.MAPPING_KEY, chart, key))
     missing = ["%s.%s" % (key, k) for k in sorted(wanted) if k not in layout["keys"]]
     values = {key: wanted}
     if image:

@@ -1,15 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The chart stage of the dra_cpu role in one call: the kubevirtci.dra_cpu.chart_layout result.
-
-``chart_result(params, run, check_mode)`` gets the chart (``helm pull`` through ``fetch.py``, a
-local chart where it is, or nothing: the version-number fallback), reads its ``Chart.yaml``,
-``values.yaml`` and ``values.schema.json`` (or the layout cached by chart digest), maps the
-settings onto it (``layout.py``) and decides whether the helm found can validate the chart's
-schema (``helm/schema.py``); when helm from PATH cannot, and ``helm_download`` says how, it gets
-``wanted_helm_version`` itself (``helm/find.py``, forced download) and returns it as ``helm``, so
-the stage stays one call. The module and the action plugin (in-process on a local connection)
-both call it, with the same ``argument_spec()``.
+"""The chart stage in one call, ``chart_result``: the chart got (``fetch.py``), read or taken from the
+cache, the settings mapped onto it (``layout.py``), whether the helm found validates its schema
+(``helm/schema.py``) and, when it does not, that helm replaced with the helm stage's own download
+options. The chart_layout module and its action plugin both call it.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

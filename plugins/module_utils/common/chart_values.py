@@ -1,19 +1,10 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Helm values for the dra-driver-cpu chart, per chart version (pure functions).
-
-* 0.2.x: the driver settings live under ``args`` (``reservedCPUs``,
-  ``groupBy``, ``cpuDeviceMode``); the chart has no ``affinity`` value.
-* >= 0.3.0: under ``driverConfig`` (the deprecated ``args`` keys still exist
-  but win when set, so they are left alone); ``affinity`` and
-  ``nodeSelector`` exist.
-
-An empty ``group_by`` means the chart default and is not set. The user's
-``chart_values`` are deep-merged last.
-
-Owns the version-number rule (the fallback when the chart itself cannot be read: validate's
-provisional values, the chart stage's fallback layout, whether preflight can keep the driver off a
-node by affinity) and the driver settings the values carry.
+"""The chart values the role sets (pure): the one mapping from a validated setting to the chart's
+driver-settings key (``DRIVER_VALUES``), where those keys live by chart version (``args`` below
+0.3.0, ``driverConfig`` from it on: the fallback when the chart cannot be read), the deep merge of the
+user's ``chart_values`` and the driver shape a release's values ask for. Why: docs/internals.md
+("Why the settings and the chart values are as they are").
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -21,6 +12,7 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
@@ -32,11 +24,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions
 # variables against them, topology the shape a driver publishes)
 GROUP_BY = ("numanode", "socket", "machine")
 MODES = ("grouped", "individual")
-# groupings the driver knows but that serve no KubeVirt claim, so the role refuses to install them
-# (validate): upstream dra-driver-cpu (v0.2.0 and main) prepares a claim on the machine device only
-# with an opaque cpuset configuration per request, which an external scheduler adds (upstream
-# docs/user/configuration.md, pkg/driver/dra_hooks.go getOpaqueCPUSet); without one
-# NodePrepareResources fails, and no KubeVirt claim carries one
+# groupings the driver knows but that serve no KubeVirt claim (validate refuses them; docs/internals.md)
 UNCLAIMABLE_GROUP_BY = ("machine",)
 CLAIMABLE_GROUP_BY = tuple(g for g in GROUP_BY if g not in UNCLAIMABLE_GROUP_BY)
 
@@ -45,6 +33,19 @@ DRIVER_CONFIG = "driverConfig"
 # KEP-5517: the driverConfig key dra_cpu_node_allocatable_mapping sets (upstream main)
 MAPPING_KEY = "publishNodeAllocatableResourceMapping"
 FIRST_DRIVER_CONFIG = (0, 3, 0)
+
+# THE mapping: validate's setting (the role variable dra_cpu_<setting>) -> the chart's key under
+# args / driverConfig. Adding a chart value the role sets touches this and the variable's docs only.
+DRIVER_VALUES = {
+    "reserved_cpus": "reservedCPUs",
+    "cpu_device_mode": "cpuDeviceMode",
+    "group_by": "groupBy",
+    "node_allocatable_mapping": MAPPING_KEY,
+}
+# set even when empty: an upgrade without --reuse-values then clears an earlier value; every other
+# setting is set only when it says something ('' keeps the chart default, false sets nothing, so a
+# chart without the key is refused only when it is asked for)
+ALWAYS_SET = ("reserved_cpus",)
 
 
 def _release(chart_version: str | None) -> tuple[int, int, int] | None:
@@ -83,27 +84,16 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def build_values(chart_version: str, reserved_cpus: str = "", group_by: str = "", cpu_device_mode: str = "grouped",
-                 user_values: dict[str, Any] | None = None, affinity: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The ``release_values`` for ``kubernetes.core.helm``.
-
-    ``reserved_cpus`` is a cpuset string (set even when empty, so an upgrade
-    clears a previous value); ``group_by`` '' leaves the chart default;
-    ``affinity`` (a chart affinity dict) is only set on charts that support
-    it (raises ValueError otherwise).
-    """
-    key = values_key(chart_version)
-    settings = {"reservedCPUs": reserved_cpus or ""}
-    if cpu_device_mode:
-        settings["cpuDeviceMode"] = cpu_device_mode
-    if group_by:
-        settings["groupBy"] = group_by
-    values = {key: settings}
-    if affinity:
-        if not supports_node_affinity(chart_version):
-            raise ValueError("chart %s has no affinity value (needs >= 0.3.0)" % chart_version)
-        values["affinity"] = copy.deepcopy(affinity)
-    return deep_merge(values, user_values or {})
+def driver_values(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """{chart key: value} of the driver settings to pass, from validated ``settings`` (DRIVER_VALUES)."""
+    values: dict[str, Any] = {}
+    for setting, key in DRIVER_VALUES.items():
+        value = settings.get(setting)
+        if setting in ALWAYS_SET:
+            values[key] = value or ""
+        elif value:
+            values[key] = value
+    return values
 
 
 def driver_shape(release_values: dict[str, Any] | None) -> dict[str, Any]:
@@ -113,7 +103,8 @@ def driver_shape(release_values: dict[str, Any] | None) -> dict[str, Any]:
     0.2.x ``args`` is the only place. The topology stage waits until every node publishes this shape
     (after an upgrade the old driver's pool is complete until the new pod publishes)."""
     shape = {}
-    for option, key, known in (("mode", "cpuDeviceMode", MODES), ("group_by", "groupBy", GROUP_BY)):
+    for option, setting, known in (("mode", "cpu_device_mode", MODES), ("group_by", "group_by", GROUP_BY)):
+        key = DRIVER_VALUES[setting]
         found = ""
         for section in (ARGS, DRIVER_CONFIG):
             value = ((release_values or {}).get(section) or {}).get(key)

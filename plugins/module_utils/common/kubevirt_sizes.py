@@ -1,33 +1,14 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""A VM's size in KubeVirt's terms: how many host CPUs a CPU claim must hold for a VM, and the
-largest VM a number of host CPUs holds (pure; no cluster).
-
-Owns KubeVirt's claim-size rule for ``CPUsWithDRA`` (VEP 152, "CPU accounting"; the facts in
-``../shared/reference/kubevirt.md``): "``hostCPUs = guest vCPUs (cores x sockets x threads) +
-ioThreads.supplementalPoolThreadCount + emulator-thread CPUs`` (1 with ``isolateEmulatorThread``,
-2 with even parity, else 0). Example from the VEP: 8 cores + isolated emulator thread + 2
-supplemental IO threads = a claim of 11 CPUs. virt-controller refuses to render the pod when the
-claim holds fewer CPUs than ``hostCPUs``."
-
-"2 with even parity" is exactly, in kubevirt/kubevirt's virt-controller
-(pkg/virt-controller/services/renderresources.go, ``HostCPUs`` / ``WithCPUPinning``): with
-``isolateEmulatorThread`` the emulator thread takes 1 host CPU, and 2 when the VMI carries the
-``alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity`` annotation (copied from the KubeVirt CR
-when its ``AlignCPUs`` feature gate is on) *and* vCPUs + IO threads is even, so that the claim is
-even; with an odd vCPUs + IO threads it stays 1. KubeVirt's own tests: 6 vCPUs + 2 IO threads +
-even parity = 10, 5 vCPUs + 2 IO threads + even parity = 8.
-
-The topology stage words its largest claim with ``largest_vm`` (the table's last line, the fact's
-``max_vm_vcpus*``); a stage that sizes a claim for a VM reads ``host_cpus``.
+"""A VM's size in KubeVirt's terms (pure): KubeVirt's claim-size rule for ``CPUsWithDRA``,
+``hostCPUs = vCPUs + IO threads + emulator-thread CPUs``, and the largest VM a number of host CPUs
+holds. The rule and its sources: docs/upstream.md ("KubeVirt's CPUsWithDRA design as merged") and
+docs/internals.md ("Why the settings and the chart values are as they are").
 """
 
 from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
-
-# the VMI annotation (from the KubeVirt CR, AlignCPUs feature gate) that completes to even parity
-EVEN_PARITY_ANNOTATION = "alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity"
 
 
 def emulator_thread_cpus(vcpus: int, io_threads: int = 0, isolate_emulator_thread: bool = False,

@@ -1,15 +1,8 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Version parsing and comparison helpers (pure functions).
-
-Handles Kubernetes server versions (``v1.36.3``, ``v1.36.0-alpha.1+abc``,
-``v1.36.3-gke.100``), short minimums (``1.36``), CRI runtime versions as found
-in ``status.nodeInfo.containerRuntimeVersion`` (``cri-o://1.36.1``,
-``containerd://2.0.3``), chart versions (strict semver) and helm versions
-(``vX.Y.Z``).
-
-Owns what a version may look like and how two compare; validate accepts the role's versions with
-it, helm, chart and preflight compare the ones they find.
+"""Versions (pure): what a Kubernetes server, CRI runtime (``containerd://2.0.3``), chart (strict
+semver) or helm (``vX.Y.Z``) version may look like and how two compare. validate accepts the role's
+versions with it; helm, chart and preflight compare the ones they find.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -1,11 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Which sha256 a downloaded helm release tarball is checked against.
-
-A checksum fetched from the same mirror as the tarball catches corruption, not a mirror that serves
-a different file. So the collection pins the sha256 of helm's release tarballs (taken from helm's own
-release notes) in a map ``version -> platform -> sha256``; the role variable
-``dra_cpu_helm_checksums`` adds or overrides entries. A pinned version/platform is checked against
-the pin only; an unpinned one falls back to the mirror's ``.sha256sum`` and the role says so.
+"""Which sha256 a downloaded helm tarball is checked against: the collection's pins with
+``dra_cpu_helm_checksums`` laid over them, else the mirror's ``.sha256sum`` (and the role says so).
+Why pins: docs/internals.md.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

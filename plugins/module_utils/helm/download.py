@@ -1,14 +1,8 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Downloading a helm release: which build, from where, verified how, unpacked where.
-
-``platform_of`` maps ``os.uname()`` to helm's ``<os>-<arch>``; ``tarball_url``/``cached_binary``
-name ``<mirror>/helm-<version>-<os>-<arch>.tar.gz`` and ``<cache_dir>/<version>/<os>-<arch>/helm``.
-``download`` fetches the tarball (open_url) into a temporary file in the cache (sha256 computed as
-it streams), checks it against the pin or else the mirror's ``<url>.sha256sum``, and only then
-unpacks ``<os>-<arch>/helm`` alone (tarfile) and moves it into place; on any failure it removes
-what it wrote, the directories it made included. Which sha256 applies is ``checksum.py``; whether a
-download is needed at all, ``find.py``.
+"""Downloading a helm release: the build for this platform, its URL on the mirror and its place in the
+cache, the tarball fetched and checked (``checksum.py`` says against what) before ``<os>-<arch>/helm``
+alone is unpacked into place; a failure leaves nothing behind.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -102,11 +96,6 @@ def parse_sha256sum(text: str, name: str) -> str | None:
         if len(fields) > 1 and os.path.basename(fields[1].lstrip("*")) == name:
             return fields[0].lower()
     return None
-
-
-def check_text(sha256: str | None) -> str:
-    """How a download is verified, for the messages: the pin, or the mirror's file."""
-    return "the pinned sha256 %s" % sha256 if sha256 else "the mirror's .sha256sum"
 
 
 def refusal_message(version: str, platform: str, url: str, pinned: str, got: str | None) -> str:

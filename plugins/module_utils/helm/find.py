@@ -1,13 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Which helm the role runs: the helm stage (``helm_tool``, called by the helm_tool module and action).
-
-In this order: the configured ``dra_cpu_helm_binary`` whatever its version (the chart stage refuses
-one too old for the chart); else ``helm`` on PATH when ``helm version --short`` gives a v3 >= 3.13
-(kubernetes.core.helm needs 3.13 for plain_http, helm v4 changed flags); else ``dra_cpu_helm_version``
-for this platform, cached or downloaded (``download.py``; check mode only describes it: ``missing``).
-``force_download`` skips the first two. ``parse_helm_version``, ``usable``, ``choose`` and the
-``report_*`` lines are pure; ``helm_tool`` runs helm through the ``run``/``which`` it is given.
+"""Which helm the role runs, the helm stage (``helm_tool``): ``dra_cpu_helm_binary``, else helm v3 >=
+3.13 on PATH, else ``dra_cpu_helm_version`` cached or downloaded (check mode: ``missing``); its
+result also says how it downloads (``download``) for the chart stage. helm runs through the
+``run``/``which`` it is given.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -141,14 +137,28 @@ def _result(source: str, path: str, cmd: str, version: str, report: list[str], m
             "missing": missing, "report": report}
 
 
+# how the helm stage downloads: its result's ``download``, which the chart stage uses when the helm
+# found cannot validate the chart's schema (chart/stage.py replace_helm), so the options are given once
+DOWNLOAD_OPTIONS = ("version", "mirror", "cache_dir", "checksums", "pinned_checksums", "timeout")
+
+
 def helm_tool(params: dict[str, Any], check_mode: bool, run: Runner, which: Callable[[str], str | None] = shutil.which,
               uname: Callable[[], Sequence[str]] = os.uname,
               opener: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """The module's result for validated ``params``.
+    """The module's result for validated ``params``: the helm found, and ``download``, how it
+    downloads one (DOWNLOAD_OPTIONS).
 
     ``run(argv) -> (rc, stdout)`` runs a helm command, ``which(name)`` finds one on PATH,
     ``uname()`` gives the platform, ``opener`` replaces the download's HTTP opener (tests).
     """
+    result = _find(params, check_mode, run, which, uname, opener)
+    if not result.get("failed"):
+        result["download"] = dict((key, params.get(key)) for key in DOWNLOAD_OPTIONS)
+    return result
+
+
+def _find(params: dict[str, Any], check_mode: bool, run: Runner, which: Callable[[str], str | None],
+          uname: Callable[[], Sequence[str]], opener: Callable[..., Any] | None) -> dict[str, Any]:
     binary = str(params.get("binary") or "").strip()
     force = bool(params.get("force_download"))
     report: list[str] = []

@@ -1,33 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Which helm can validate a chart's values.schema.json, and what the role does about it (pure).
-
-Owns two decisions, both without I/O:
-
-* ``schema_requirements(schema)``: the JSON Schema constructs of a chart's ``values.schema.json``
-  that only a draft 2019-09/2020-12 validator handles, and so the oldest helm v3 that validates the
-  schema as written (``SCHEMA_2020_HELM``), or none.
-* ``helm_choice(requirements, helm_version, source)``: whether the role uses the helm it found
-  (``path``: helm on PATH, ``binary``: ``dra_cpu_helm_binary``, ``download``: the helm it fetched),
-  downloads ``dra_cpu_helm_version`` instead, or fails.
-
-Evidence for ``SCHEMA_2020_HELM`` (read from helm's source, github.com/helm/helm):
-helm v3.0.0 .. v3.18.4 validate values with github.com/xeipuuv/gojsonschema v1.2.0 (drafts 4, 6, 7;
-go.mod of every tag up to v3.18.4). Commit cb8595bc650e2ec7459427d2b0430599431a3dbe ("json schema
-fix", 2025-07-24, on release-3.18) replaced it in pkg/chartutil/jsonschema.go with
-github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 (drafts 4 to 2020-12); the first tag that contains
-it is v3.18.5 (2025-08-13); v3.19.0 .. v3.22.0 keep that library. Measured with both libraries,
-called as those helm releases call them: gojsonschema resolves a bundled ``$defs`` resource by its
-``$id`` and a plain ``#/$defs/...`` pointer correctly, but it ignores every keyword beside a ``$ref``
-and the 2019-09/2020-12 keywords (``unevaluatedProperties``, ``$anchor``, ...): values such a schema
-refuses pass helm v3.18.4 silently. A declared ``$schema`` of draft 2020-12 alone changes nothing
-(upstream's v0.2.0 chart declares it with draft-7 keywords only, and helm v3.13 validates it right).
-Hence the result separates:
-
-* ``misread``: constructs an older helm gets wrong (values it should refuse pass, or it errors);
-  only these set ``min_helm``;
-* ``reasons``: those plus what is merely declared newer than draft 7 (``$schema`` 2019-09/2020-12,
-  ``$defs``), for the messages.
+"""Which helm validates a chart's values.schema.json (pure): ``schema_requirements`` (the constructs
+only a draft 2019-09/2020-12 validator reads right, and so ``SCHEMA_2020_HELM``) and ``helm_choice``
+(use the helm found, download ``dra_cpu_helm_version`` instead, or fail). The evidence for
+``SCHEMA_2020_HELM``: docs/internals.md ("Why the settings and the chart values are as they are").
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -1,12 +1,10 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""What is installed already: the release namespace and the helm release (pure functions).
-
-Owns reading, from the objects preflight listed, whether the namespace exists, is terminating and
-carries the labels the role wants, and the newest revision of the helm release from helm's release
-Secrets (status, chart, version, a digest of its values: never the values), plus ``values_digest``,
-the one digest of a release's values. The helm storage format: docs/internals.md, "Why the preflight,
-the topology and verify read what they read".
+"""What is installed already (pure): the release namespace (exists, terminating, labels) and the
+helm release (status, chart version, a digest of its values, never the values) from its revision
+Secrets, and the other helm releases in the namespace. Preflight reads them, in its one process; the
+release stage acts on that reading only. How helm stores a release: docs/internals.md ("Why the
+settings and the chart values are as they are").
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -23,6 +21,8 @@ from typing import Any, Optional, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import NamespaceState, ReleaseState
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 
 RELEASE_SECRET_TYPE = "helm.sh/release.v1"
 GZIP_MAGIC = b"\x1f\x8b\x08"

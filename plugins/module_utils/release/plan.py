@@ -1,23 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The release stage's decision (pure): what to do to the namespace and to the helm release.
-
-Input: what is installed (``installed.namespace_state`` / ``installed.release_state``, as preflight
-returns them or as the release action read them itself) and what is wanted (the chart version the
-chart stage actually read, the digest of the values for helm). Output: the plan the release action
-carries out, step by step:
-
-1. ``namespace.wait``: it is being deleted; wait until it is gone (it takes no new objects). Its
-   release goes with it, so the plan then treats the release as absent.
-2. ``namespace.labels``: the labels to set (the Pod Security labels, plus the owner label only when
-   this run creates the namespace: uninstall deletes the namespace only when it carries it);
-   {} when it already carries them.
-3. ``pending``/``recover``/``fail``: a release left ``pending-*`` by an interrupted helm run is
-   refused by helm ("another operation is in progress"): fail naming the way out, or, with
-   ``dra_cpu_helm_recover``, recover it first (``uninstall`` a pending-install, else ``rollback``).
-4. ``helm``: ``skip`` when the release is deployed with the same chart version and the same values
-   (nothing for helm to do: no helm process at all), else ``install`` (no release) or ``upgrade``
-   (kubernetes.core.helm then compares and upgrades when something differs).
+"""The release stage's plan (pure), from preflight's reading of what is installed and the chart
+stage's version and values: wait for a terminating namespace, the labels to set, a ``pending-*``
+release failed or recovered, and helm ``skip``, ``install`` or ``upgrade``. Why each step:
+docs/internals.md ("Why the settings and the chart values are as they are").
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -1,15 +1,8 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The release stage's other mode, uninstall (``dra_cpu_state=absent``): what to remove and what the
-report says (pure functions).
-
-Owns: from what is installed (preflight's ``installed``: the namespace and its labels, this release's
-newest revision, the other helm releases in the namespace) the steps of an uninstall, and the words
-of its report and of its failure. Only what this collection installed goes: the release, and the
-namespace when it carries the owner label the collection set when it created it and holds no other
-helm release (deleting it would delete that release's objects and records). The driver's
-ResourceSlices are never touched, only waited for: the kubelet deletes them once the driver is gone.
-The steps themselves (modules started through the action) are plugins/plugin_utils/uninstall.py.
+"""The release stage's uninstall (pure): from preflight's ``installed`` the steps (the release; the
+namespace only when it carries the collection's owner label and holds no other helm release) and
+the words of the report and the failure. plugins/plugin_utils/uninstall.py runs the steps.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -256,16 +256,6 @@ def complete_node_topologies(slices: list[K8sObject], driver: str = DEFAULT_DRIV
                 if (wanted is None or node in wanted) and by_node[node]["complete"])
 
 
-def build_topology(slices: list[K8sObject], driver: str = DEFAULT_DRIVER,
-                   nodes: list[str] | None = None) -> ClusterTopology:
-    """Build the ``dra_cpu_topology`` facts from ResourceSlices.
-
-    Only nodes with a complete pool are included; ``nodes`` (optional)
-    restricts the result to those node names.
-    """
-    return cluster_topology(complete_node_topologies(slices, driver, nodes), driver)
-
-
 def cluster_topology(node_facts: dict[str, NodeTopology], driver: str = DEFAULT_DRIVER,
                      not_ready: list[str] | None = None) -> ClusterTopology:
     """The detailed topology of the per-node topologies: the cluster-wide figures and every node.

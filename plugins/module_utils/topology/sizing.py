@@ -1,14 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The kubevirtci sizing rule, checked against a published topology.
-
-Owns: the expected cells of a node (``KUBEVIRT_NUM_VCPU`` CPUs split evenly
-and contiguously over ``KUBEVIRT_NUM_NUMA_NODES`` cells, minus the reserved
-CPUs), the comparison with what the driver published (``check_sizing``;
-``check_shape`` for the device mode and grouping the release asks for) and
-the smallest-largest-cell check (``check_min_cell_cpus``, against the largest
-claim one cell allows; its message names each node's cells and how to turn it off). Reads the ``dra_cpu_topology`` shape built by
-fact.py; does not parse slices and does not format tables.
+"""A published topology against what was asked for (pure): the kubevirtci sizing rule
+(common/node_sizing.py) per node (``check_sizing``), the device mode and grouping (``check_shape``)
+and the largest claim one cell holds (``check_min_cell_cpus``). Reads the ``dra_cpu_topology`` shape
+fact.py builds; parses no slices and formats no tables.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -20,45 +15,12 @@ from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.claim_limits import CLAIM_DEVICE_LIMIT
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import format_cpuset
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import node_sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import (
     INDIVIDUAL,
     MACHINE,
-    NUMANODE,
-    TopologyError,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology, SizingProblem
-
-
-def expected_cells(num_vcpu: int | str, num_cells: int | str,
-                   reserved: Iterable[int | str] = ()) -> list[dict[str, Any]]:
-    """The kubevirtci sizing rule for one node.
-
-    The VM's ``num_vcpu`` CPUs are split evenly and contiguously over
-    ``num_cells`` NUMA cells (cell i holds CPUs i*V/N .. (i+1)*V/N-1); each
-    cell's allocatable CPUs are its CPUs minus the reserved ones in it.
-    Returns ``[{id, cpus, reserved, allocatable_cpus, allocatable}]`` where
-    ``cpus`` / ``allocatable`` are cpuset strings. Raises TopologyError when
-    the split is uneven.
-    """
-    num_vcpu = int(num_vcpu)
-    num_cells = int(num_cells)
-    if num_vcpu <= 0 or num_cells <= 0:
-        raise TopologyError("vCPUs (%d) and cells (%d) must be positive" % (num_vcpu, num_cells))
-    if num_vcpu % num_cells:
-        raise TopologyError("%d vCPUs cannot be split evenly over %d NUMA cells" % (num_vcpu, num_cells))
-    per_cell = num_vcpu // num_cells
-    reserved_set = set(int(c) for c in reserved or ())
-    cells = []
-    for index in range(num_cells):
-        cpus = set(range(index * per_cell, (index + 1) * per_cell))
-        cells.append({
-            "id": index,
-            "cpus": format_cpuset(cpus),
-            "reserved": format_cpuset(cpus & reserved_set),
-            "allocatable": format_cpuset(cpus - reserved_set),
-            "allocatable_cpus": len(cpus - reserved_set),
-        })
-    return cells
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import Cell, ClusterTopology, NodeTopology, SizingProblem
 
 
 def _problem(node: str | None, cell: int | None, observed: int | str | list[int], expected: int | str | list[int],
@@ -99,86 +61,98 @@ def check_sizing(topology: ClusterTopology, expected_cells_per_node: int | str |
     the CPU ids of each cell when published). With only one of them, the
     number of cells or the node total is checked.
     """
-    problems: list[SizingProblem] = []
     reserved = sorted(set(int(c) for c in reserved_cpus or ()))
     cells_n = int(expected_cells_per_node) if expected_cells_per_node not in (None, "") else None
     cpus_n = int(expected_cpus_per_node) if expected_cpus_per_node not in (None, "") else None
     if cells_n is None and cpus_n is None:
+        return []
+    problems, plan = _expectations(cells_n, cpus_n, reserved)
+    if cpus_n is not None and cells_n is not None and plan is None:
         return problems
-
-    plan = None
-    node_total = None
-    if cpus_n is not None:
-        outside = [c for c in reserved if c >= cpus_n]
-        if outside:
-            problems.append(_problem(
-                None, None, format_cpuset(outside), "0-%d" % (cpus_n - 1),
-                "reserved CPUs %s do not exist on a node with %d CPUs"
-                % (format_cpuset(outside), cpus_n)))
-        node_total = cpus_n - len([c for c in reserved if c < cpus_n])
-        if cells_n is not None:
-            try:
-                plan = expected_cells(cpus_n, cells_n, reserved)
-            except TopologyError as exc:
-                problems.append(_problem(None, None, cpus_n, "a multiple of %d" % cells_n, str(exc)))
-                return problems
-
     nodes = topology.get("nodes") or {}
     if not nodes:
         problems.append(_problem(None, None, 0, "at least one node", "no node has published its CPUs"))
         return problems
-
+    node_total = cpus_n - len([c for c in reserved if c < cpus_n]) if cpus_n is not None else None
     for name in sorted(nodes):
-        node = nodes[name]
-        cells = node.get("cells") or []
-        by_id = dict((c["id"], c) for c in cells)
-        group_by = node.get("group_by")
-        per_cell_rule = group_by == NUMANODE or node.get("mode") == INDIVIDUAL
+        problems += _check_node(name, nodes[name], cells_n, cpus_n, node_total, plan, reserved)
+    return problems
 
-        if cpus_n is not None and node_total is not None and node.get("allocatable_cpus") != node_total:
+
+def _expectations(cells_n: int | None, cpus_n: int | None,
+                  reserved: list[int]) -> tuple[list[SizingProblem], list[node_sizing.ExpectedCell] | None]:
+    """(problems of the expectations themselves, the expected cells or None)."""
+    problems: list[SizingProblem] = []
+    if cpus_n is None:
+        return problems, None
+    outside = node_sizing.reserved_outside(reserved, cpus_n)
+    if outside:
+        problems.append(_problem(
+            None, None, format_cpuset(outside), "0-%d" % (cpus_n - 1),
+            "reserved CPUs %s do not exist on a node with %d CPUs" % (format_cpuset(outside), cpus_n)))
+    if cells_n is None:
+        return problems, None
+    try:
+        return problems, node_sizing.expected_cells(cpus_n, cells_n, reserved)
+    except ValueError as exc:  # node_sizing.UnevenSplit, or a count that is not positive
+        problems.append(_problem(None, None, cpus_n, "a multiple of %d" % cells_n, str(exc)))
+        return problems, None
+
+
+def _check_node(name: str, node: NodeTopology, cells_n: int | None, cpus_n: int | None, node_total: int | None,
+                plan: list[node_sizing.ExpectedCell] | None, reserved: list[int]) -> list[SizingProblem]:
+    """One node's problems against the expectations."""
+    problems = []
+    cells = node.get("cells") or []
+    published: Any = node.get("allocatable_cpus")
+    if cpus_n is not None and node_total is not None and published != node_total:
+        problems.append(_problem(
+            name, None, published, node_total,
+            "node %s publishes %s allocatable CPUs, expected %d (%d CPUs - %d reserved)"
+            % (name, published, node_total, cpus_n, cpus_n - node_total)))
+    if node.get("group_by") == MACHINE and cells_n is not None and len(cells) != 1:
+        problems.append(_problem(name, None, len(cells), 1,
+                                 "node %s: machine grouping should publish one cell, found %d"
+                                 % (name, len(cells))))
+    if not node_sizing.cells_are_numa_nodes(node.get("mode"), node.get("group_by")):
+        return problems
+    if plan is None:
+        if cells_n is not None and len(cells) != cells_n:
             problems.append(_problem(
-                name, None, node.get("allocatable_cpus"), node_total,
-                "node %s publishes %s allocatable CPUs, expected %d (%d CPUs - %d reserved)"
-                % (name, node.get("allocatable_cpus"), node_total, cpus_n, cpus_n - node_total)))
+                name, None, len(cells), cells_n,
+                "node %s publishes %d NUMA cells, expected %d" % (name, len(cells), cells_n)))
+        return problems
+    return problems + _check_cells(name, cells, plan, cells_n, cpus_n, reserved)
 
-        if group_by == MACHINE and cells_n is not None and len(cells) != 1:
-            problems.append(_problem(name, None, len(cells), 1,
-                                     "node %s: machine grouping should publish one cell, found %d"
-                                     % (name, len(cells))))
-        if not per_cell_rule:
+
+def _check_cells(name: str, cells: list[Cell], plan: list[node_sizing.ExpectedCell], cells_n: int | None,
+                 cpus_n: int | None, reserved: list[int]) -> list[SizingProblem]:
+    """One node's published cells against the expected ones."""
+    problems = []
+    by_id = dict((c["id"], c) for c in cells)
+    wanted = [c for c in plan if c["allocatable_cpus"] > 0]
+    wanted_ids = [c["id"] for c in wanted]
+    observed_ids = sorted(by_id)
+    if observed_ids != wanted_ids:
+        problems.append(_problem(
+            name, None, observed_ids, wanted_ids,
+            "node %s publishes cells %s, expected cells %s (%s CPUs over %s NUMA cells, reserved %s)"
+            % (name, _ids(observed_ids), _ids(wanted_ids), cpus_n, cells_n, format_cpuset(reserved) or "none")))
+    for cell in wanted:
+        got = by_id.get(cell["id"])
+        if got is None:
             continue
-
-        if plan is None:
-            if cells_n is not None and len(cells) != cells_n:
-                problems.append(_problem(
-                    name, None, len(cells), cells_n,
-                    "node %s publishes %d NUMA cells, expected %d" % (name, len(cells), cells_n)))
-            continue
-
-        wanted = [c for c in plan if c["allocatable_cpus"] > 0]
-        wanted_ids = [c["id"] for c in wanted]
-        observed_ids = sorted(by_id)
-        if observed_ids != wanted_ids:
+        if got["allocatable_cpus"] != cell["allocatable_cpus"]:
             problems.append(_problem(
-                name, None, observed_ids, wanted_ids,
-                "node %s publishes cells %s, expected cells %s (%s CPUs over %s NUMA cells, reserved %s)"
-                % (name, _ids(observed_ids), _ids(wanted_ids), cpus_n, cells_n,
-                   format_cpuset(reserved) or "none")))
-        for cell in wanted:
-            got = by_id.get(cell["id"])
-            if got is None:
-                continue
-            if got["allocatable_cpus"] != cell["allocatable_cpus"]:
-                problems.append(_problem(
-                    name, cell["id"], got["allocatable_cpus"], cell["allocatable_cpus"],
-                    "node %s cell %d has %d allocatable CPUs, expected %d (CPUs %s minus reserved %s)"
-                    % (name, cell["id"], got["allocatable_cpus"], cell["allocatable_cpus"],
-                       cell["cpus"], cell["reserved"] or "none")))
-            elif "cpus" in got and got["cpus"] != cell["allocatable"]:
-                problems.append(_problem(
-                    name, cell["id"], got["cpus"], cell["allocatable"],
-                    "node %s cell %d holds CPUs %s, expected the contiguous CPUs %s"
-                    % (name, cell["id"], got["cpus"], cell["allocatable"])))
+                name, cell["id"], got["allocatable_cpus"], cell["allocatable_cpus"],
+                "node %s cell %d has %d allocatable CPUs, expected %d (CPUs %s minus reserved %s)"
+                % (name, cell["id"], got["allocatable_cpus"], cell["allocatable_cpus"],
+                   cell["cpus"], cell["reserved"] or "none")))
+        elif "cpus" in got and got["cpus"] != cell["allocatable"]:
+            problems.append(_problem(
+                name, cell["id"], got["cpus"], cell["allocatable"],
+                "node %s cell %d holds CPUs %s, expected the contiguous CPUs %s"
+                % (name, cell["id"], got["cpus"], cell["allocatable"])))
     return problems
 
 

@@ -1,11 +1,8 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The building blocks of input validation (pure functions): which role variable each option is,
-how an error is worded, and the checks of one value that no argument spec can express (Go
-durations, positive counts, chart references).
-
-Owns the wording of every input error: ``<role variable>: <value> <reason>; expected <what>``.
-Must not touch files, the environment or a cluster (``kubeconfig.py`` reads the kubeconfig).
+"""The building blocks of input validation (pure): which role variable each option is, the wording of
+every input error (``<role variable>: <value> <reason>; expected <what>``) and the one-value checks
+no argument spec can express (Go durations, positive counts, chart references).
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -1,11 +1,7 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The kubeconfig check of the validate step: the file ``dra_cpu_kubeconfig`` names exists and is a
-kubeconfig, and ``dra_cpu_context`` is one of its contexts, so that a typo fails before anything
-talks to a cluster.
-
-Reads only the context names: never returns or quotes the file's contents (they may hold
-credentials). Must not contact a cluster; the role's kubeconfig resolution is not here.
+"""The kubeconfig check of the validate stage: ``dra_cpu_kubeconfig`` exists and is a kubeconfig and
+``dra_cpu_context`` one of its contexts. Reads the context names only, never quotes the file.
 """
 
 from __future__ import absolute_import, annotations, division, print_function

@@ -1,24 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""The validate step of the dra_cpu role: the gate, then check and normalise its inputs (pure functions).
-
-The gate comes first: with ``enabled`` false (``dra_cpu_enabled``, ``KUBEVIRT_USE_DRA_CPU``) nothing
-else is checked and ``run`` is ``skip``; else ``run`` is the state, which the role's later stages
-read to know whether they install, uninstall or do nothing.
-
-One layer per entry point:
-
-* the role's ``meta/argument_specs.yml`` carries the types, choices and defaults of the role
-  variables (ansible checks them before the role's first task);
-* ``argument_spec()`` below is the typed spec of the ``validate`` module and its action plugin,
-  for direct use;
-* ``validate_inputs`` checks only what neither spec can express: cpuset syntax, chart references,
-  DNS labels, Go durations and positive counts, cross-field rules (vCPUs vs NUMA cells vs reserved
-  CPUs, plain-http mirrors), the environment-variable fallbacks that arrive as strings (``''`` =
-  unset), case-insensitive choices, and that the helm binary and the kubeconfig exist.
-
-Every error names the role variable (``dra_cpu_...``), the bad value and what is accepted; all
-errors are collected, not just the first (wording: ``checks.py``). Must not contact a cluster.
+"""The validate stage (pure): the gate (``enabled`` false: ``run`` is ``skip``, nothing else is
+checked), then every input checked and normalised into the ``Settings`` the later stages read, each
+error naming the role variable, the bad value and what is accepted (wording: ``checks.py``). Which
+layer checks what: docs/internals.md ("Why the settings and the chart values are as they are").
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -27,7 +12,7 @@ __metaclass__ = type
 
 import os
 import re
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import (
     EXAMPLE as CPUSET_EXAMPLE,
@@ -38,6 +23,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import is_semver, is_helm_version
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.preflight_checks import CHECKS
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import node_sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import (
     MAPPING_KEY,
     CLAIMABLE_GROUP_BY,
@@ -65,6 +51,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks
     validate_chart,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.kubeconfig import check_kubeconfig
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.types import Settings
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 # the role's gate (dra_cpu_enabled, KUBEVIRT_USE_DRA_CPU): validate's ``run`` when it is off, and what it says
 SKIP = "skip"
@@ -128,8 +116,8 @@ def _check_mapping_values(p: dict[str, Any], settings: dict[str, Any], errors: l
             VARIABLES["node_allocatable_mapping"]))
 
 
-def _check_chart_and_release(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> bool:
-    """chart, chart_version, namespace, release_name. Returns whether the version is usable."""
+def _check_chart_and_release(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+    """chart, chart_version, namespace, release_name."""
     raw = p.get("chart")
     if raw is not None:
         reason = validate_chart(raw)
@@ -140,9 +128,7 @@ def _check_chart_and_release(p: dict[str, Any], settings: dict[str, Any], errors
 
     raw = p.get("chart_version")
     version = "" if blank(raw) else str(raw).strip()
-    version_ok = True
     if version and not is_semver(version):
-        version_ok = False
         errors.append(err("chart_version", raw, "is not a semantic version",
                           "a chart version like 0.3.0, or empty for the newest"))
     settings["chart_version"] = version
@@ -159,7 +145,6 @@ def _check_chart_and_release(p: dict[str, Any], settings: dict[str, Any], errors
                               "lower-case letters, digits and '-', starting and ending with a letter "
                               "or digit, at most %d characters" % limit))
         settings[option] = text
-    return version_ok
 
 
 def _check_timeouts(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
@@ -237,12 +222,12 @@ def _check_sizing(p: dict[str, Any], reserved: list[int], settings: dict[str, An
     against the reserved CPUs; min_cell_cpus."""
     num_vcpu = optional_positive_int("num_vcpu", p.get("num_vcpu"), errors)
     num_numa = optional_positive_int("num_numa_nodes", p.get("num_numa_nodes"), errors)
-    if num_vcpu is not None and num_numa is not None and num_vcpu % num_numa:
+    if num_vcpu is not None and num_numa is not None and not node_sizing.splits_evenly(num_vcpu, num_numa):
         errors.append(err("num_vcpu", p.get("num_vcpu"),
                           "cannot be split evenly over %d NUMA nodes (dra_cpu_num_numa_nodes)" % num_numa,
                           "a multiple of %d" % num_numa))
     if num_vcpu is not None and reserved:
-        outside = [c for c in reserved if c >= num_vcpu]
+        outside = node_sizing.reserved_outside(reserved, num_vcpu)
         if outside:
             errors.append(err("reserved_cpus", p.get("reserved_cpus"),
                               "names CPUs %s that a %d-vCPU node does not have (dra_cpu_num_vcpu)"
@@ -254,6 +239,9 @@ def _check_sizing(p: dict[str, Any], reserved: list[int], settings: dict[str, An
                               "fewer reserved CPUs than dra_cpu_num_vcpu"))
     settings["num_vcpu"] = num_vcpu
     settings["num_numa_nodes"] = num_numa
+    # the topology stage checks the cells per node only where the cells are NUMA nodes
+    settings["cells_are_numa_nodes"] = node_sizing.cells_are_numa_nodes(
+        settings.get("cpu_device_mode"), settings.get("group_by") or node_sizing.DEFAULT_GROUP_BY)
 
     # 0 disables the check
     raw: Any = p.get("min_cell_cpus")
@@ -298,18 +286,14 @@ def _check_values_and_preflight(p: dict[str, Any], settings: dict[str, Any], err
     choice(p, "state", "present", STATES, "a state", settings, errors)
 
 
-def validate_inputs(params: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
-    """Validate and normalise the ``validate`` module's options.
-
-    Returns ``(settings, errors)``: ``settings`` the normalised values (only
-    meaningful when ``errors`` is empty), ``errors`` one message per bad
-    variable, in the order of the checks.
-    """
+def validate_inputs(params: ModuleParams | None) -> tuple[Settings, list[str]]:
+    """``(settings, errors)`` for the ``validate`` options: the normalised values (meaningful only
+    when ``errors`` is empty) and one message per bad variable, in the order of the checks."""
     errors: list[str] = []
     settings: dict[str, Any] = {}
     p = dict(params or {})
     reserved = _check_driver(p, settings, errors)
-    version_ok = _check_chart_and_release(p, settings, errors)
+    _check_chart_and_release(p, settings, errors)
     _check_timeouts(p, settings, errors)
     _check_helm(p, settings, errors)
     _check_sizing(p, reserved, settings, errors)
@@ -318,24 +302,7 @@ def validate_inputs(params: dict[str, Any] | None) -> tuple[dict[str, Any], list
     _check_mapping_values(p, settings, errors)
     # kubeconfig / context: checked locally so that a typo fails here, naming the variable
     errors.extend(check_kubeconfig(p.get("kubeconfig"), p.get("context")))
-
-    # derived: the version-number fallback for the values layout (the role maps the values onto
-    # the keys the chart really has once it has read the chart: chart/layout.py)
-    if version_ok:
-        settings["values_key"] = cv.values_key(settings["chart_version"])
-        settings["supports_node_affinity"] = cv.supports_node_affinity(settings["chart_version"])
-    return settings, errors
-
-
-def chart_values_for(settings: dict[str, Any]) -> dict[str, Any]:
-    """The helm values for validated ``settings``, by the version-number fallback."""
-    return cv.build_values(
-        settings.get("chart_version", ""),
-        reserved_cpus=settings.get("reserved_cpus", ""),
-        group_by=settings.get("group_by", ""),
-        cpu_device_mode=settings.get("cpu_device_mode", "grouped"),
-        user_values=settings.get("chart_values") or {},
-    )
+    return cast(Settings, settings), errors
 
 
 def argument_spec() -> dict[str, Any]:
@@ -375,21 +342,14 @@ def argument_spec() -> dict[str, Any]:
     )
 
 
-def validation_result(params: dict[str, Any]) -> dict[str, Any]:
+def validation_result(params: ModuleParams) -> dict[str, Any]:
     """The validate result for checked ``params``: the gate's skip (``enabled`` false: nothing else is
-    looked at, ``run`` is ``skip``), ``failed`` with ``msg`` and ``errors``, or the normalised settings,
-    the chart values and ``run`` (the state: what the later stages do)."""
+    looked at, ``run`` is ``skip``), ``failed`` with ``msg`` and ``errors``, or ``settings`` and ``run``
+    (the state: what the later stages do)."""
     if not params.get("enabled", True):
         return {"changed": False, "skipped": True, "run": SKIP, "msg": SKIP_MESSAGE}
     settings, errors = validate_inputs(params)
     if errors:
         return {"failed": True, "msg": "%d invalid input(s): %s" % (len(errors), "; ".join(errors)),
                 "errors": errors}
-    return {
-        "changed": False,
-        "run": settings["state"],
-        "settings": settings,
-        "chart_values": chart_values_for(settings),
-        "values_key": settings["values_key"],
-        "supports_node_affinity": settings["supports_node_affinity"],
-    }
+    return {"changed": False, "run": settings["state"], "settings": settings}

@@ -165,15 +165,12 @@ def test_helm_errors_fail_with_helms_message():
     assert result["msg"] == "Failure when executing Helm command"
 
 
-def test_without_preflight_it_reads_the_namespace_and_the_release_itself():
-    fake = Fake({
-        "kubernetes.core.k8s_info": {"resources": [{"metadata": {"name": "dra", "labels": PSA}}]},
-        "kubernetes.core.helm_info": {"status": {"name": "dra", "revision": "3", "status": "deployed",
-                                                 "chart": "dra-driver-cpu-0.3.0", "values": VALUES}}})
-    result, fake = run(args(installed={}), fake)
-    assert fake.names() == ["kubernetes.core.k8s_info", "kubernetes.core.helm_info"]
-    assert fake.calls[1][1]["release_state"] == ["all"] and fake.calls[1][1]["binary_path"] == "/h/helm"
-    assert result["action"] == "unchanged" and result["revision"] == 3
+@pytest.mark.parametrize("given", [{}, {"readable": False, "error": "forbidden: secrets"}])
+def test_what_is_installed_is_preflights_reading_only(given):
+    result, fake = run(args(installed=given))
+    assert fake.calls == [] and result["failed"] is True
+    assert result["msg"].startswith("cannot tell what is installed in namespace dra: ")
+    assert ("forbidden: secrets" if given else "preflight's result") in result["msg"]
 
 
 def test_terminating_namespace_is_waited_for(monkeypatch):
@@ -197,12 +194,6 @@ def test_helm_missing_in_check_mode_compares_nothing():
 def test_bad_options_fail():
     result, unused = run({"namespace": "dra"})
     assert result["failed"] is True and "release_name" in result["msg"]
-
-
-def test_helm_info_chart_version_parsing():
-    assert action.chart_version_of("dra-driver-cpu-0.3.0") == "0.3.0"
-    assert action.chart_version_of("dra-driver-cpu-0.3.0-rc.1", "0.3.0-rc.1") == "0.3.0-rc.1"
-    assert action.release_from_helm_info({}) == {}
 
 
 # ---------------------------------------------------------------- state: absent (plugin_utils/uninstall.py)

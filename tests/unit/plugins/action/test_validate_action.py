@@ -45,7 +45,7 @@ def test_local_connection_runs_in_process():
             mock.patch.object(plugin, "_execute_module") as execute:
         result = plugin.run(task_vars={})
     execute.assert_not_called()
-    assert result["changed"] is False and result["values_key"] == "args"
+    assert result["changed"] is False and result["settings"]["chart_version"] == "0.2.0"
 
 
 def test_other_connections_run_the_module_on_the_target():

@@ -30,10 +30,9 @@ def test_valid_inputs():
     result, failed = run_module(validate, ARGS)
     assert failed is False
     assert result["changed"] is False
-    assert result["values_key"] == "args"
-    assert result["supports_node_affinity"] is False
-    assert result["chart_values"] == {"args": {"reservedCPUs": "0-1", "cpuDeviceMode": "grouped",
-                                               "groupBy": "numanode", "logLevel": 6}}
+    # only what later stages read: the run and the settings
+    assert set(result) - {"invocation"} == {"changed", "run", "settings"}
+    assert result["settings"]["chart_values"] == {"args": {"logLevel": 6}}
     assert result["settings"]["helm_timeout"] == "5m0s"
     assert result["settings"]["topology_timeout"] == 300
     assert result["settings"]["num_vcpu"] == 12
@@ -42,7 +41,7 @@ def test_valid_inputs():
 def test_defaults_only():
     result, failed = run_module(validate, {})
     assert failed is False
-    assert result["chart_values"] == {"driverConfig": {"reservedCPUs": "", "cpuDeviceMode": "grouped"}}
+    assert result["settings"]["reserved_cpus"] == "" and result["settings"]["cpu_device_mode"] == "grouped"
     assert result["settings"]["state"] == "present"
 
 
@@ -59,7 +58,7 @@ def test_all_errors_reported():
 def test_check_mode_same_result():
     result, failed = run_module(validate, dict(ARGS, _ansible_check_mode=True))
     assert failed is False
-    assert result["values_key"] == "args"
+    assert result == run_module(validate, ARGS)[0]
 
 
 def test_the_gate_off_skips_everything_else_and_says_why():

@@ -3,9 +3,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import pytest
+import os
 
+import pytest
+import yaml
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import stage
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import REPO
+
+
+def _read(rel):
+    with open(os.path.join(REPO, rel)) as fh:
+        return fh.read()
 
 
 @pytest.mark.parametrize("version,key,affinity", [
@@ -28,29 +38,15 @@ def test_values_key_invalid():
         cv.values_key("latest")
 
 
-def test_build_values_020():
-    assert cv.build_values("0.2.0", "0-1", "socket", "grouped") == {
-        "args": {"reservedCPUs": "0-1", "groupBy": "socket", "cpuDeviceMode": "grouped"}}
-
-
-def test_build_values_030_omits_empty_group_by():
-    assert cv.build_values("0.3.0", "0-1", "", "individual") == {
-        "driverConfig": {"reservedCPUs": "0-1", "cpuDeviceMode": "individual"}}
-
-
-def test_user_values_merged_last():
-    values = cv.build_values("0.3.0", "0-1", "numanode", "grouped",
-                             user_values={"driverConfig": {"reservedCPUs": "0-3"},
-                                          "image": {"tag": "v0.3.0"}, "tolerations": []})
-    assert values == {"driverConfig": {"reservedCPUs": "0-3", "groupBy": "numanode", "cpuDeviceMode": "grouped"},
-                      "image": {"tag": "v0.3.0"}, "tolerations": []}
-
-
-def test_affinity():
-    aff = {"nodeAffinity": {"x": 1}}
-    assert cv.build_values("0.3.0", "", affinity=aff)["affinity"] == aff
-    with pytest.raises(ValueError):
-        cv.build_values("0.2.0", "", affinity=aff)
+def test_driver_values_reserved_cpus_always_set_the_others_only_when_they_say_something():
+    assert cv.driver_values({"reserved_cpus": "0-1", "group_by": "socket", "cpu_device_mode": "grouped",
+                             "node_allocatable_mapping": True}) == {
+        "reservedCPUs": "0-1", "groupBy": "socket", "cpuDeviceMode": "grouped",
+        "publishNodeAllocatableResourceMapping": True}
+    assert cv.driver_values({"reserved_cpus": "", "group_by": "", "cpu_device_mode": "individual",
+                             "node_allocatable_mapping": False}) == {
+        "reservedCPUs": "", "cpuDeviceMode": "individual"}
+    assert cv.driver_values({}) == {"reservedCPUs": ""}
 
 
 def test_deep_merge_does_not_mutate():
@@ -77,6 +73,22 @@ def test_driver_shape_reads_the_release_values(values, shape):
     assert cv.driver_shape(values) == shape
 
 
-def test_driver_shape_of_built_values_with_the_users_override():
-    values = cv.build_values("0.3.0", group_by="socket", user_values={"driverConfig": {"groupBy": "machine"}})
+def test_driver_shape_of_the_values_with_the_users_override():
+    values = cv.deep_merge({"driverConfig": cv.driver_values({"group_by": "socket", "cpu_device_mode": "grouped"})},
+                           {"driverConfig": {"groupBy": "machine"}})
     assert cv.driver_shape(values) == {"mode": "grouped", "group_by": "machine"}
+
+
+@pytest.mark.parametrize("setting", sorted(cv.DRIVER_VALUES))
+def test_adding_a_chart_value_touches_the_mapping_and_the_variables_docs_only(setting):
+    """Each setting DRIVER_VALUES maps is a documented role variable, an option of the chart stage,
+    and passed to it from validate's settings: the chart stage builds the values from the mapping."""
+    variable = "dra_cpu_" + setting
+    specs = yaml.safe_load(_read("roles/dra_cpu/meta/argument_specs.yml"))["argument_specs"]["main"]["options"]
+    assert variable in specs
+    assert "| `%s` |" % variable in _read("docs/usage.md")
+    assert setting in stage.argument_spec()
+    task = yaml.safe_load(_read("roles/dra_cpu/tasks/chart.yml"))[0]["kubevirtci.dra_cpu.chart_layout"]
+    assert "dra_cpu__settings.%s" % setting in task[setting]
+    # the values the chart stage sets for the setting come from the mapping
+    assert cv.DRIVER_VALUES[setting] in cv.driver_values({setting: True})

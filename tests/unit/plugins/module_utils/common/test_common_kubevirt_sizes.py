@@ -76,4 +76,3 @@ def test_emulator_thread_cpus():
     assert k.emulator_thread_cpus(4, isolate_emulator_thread=True, even_parity=True) == 2
     assert k.emulator_thread_cpus(5, isolate_emulator_thread=True, even_parity=True) == 1
     assert k.emulator_thread_cpus(5, 1, isolate_emulator_thread=True, even_parity=True) == 2
-    assert k.EVEN_PARITY_ANNOTATION == "alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity"

@@ -14,8 +14,8 @@ import pytest
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import claim_limits
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import INDIVIDUAL_WARNING, render_table
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.topology.fact_helpers import build_topology
 
 
 def _slice(node, devices, index=0, count=1):
@@ -58,7 +58,7 @@ def test_the_limit_is_the_apis():
 
 def test_individual_one_cell_of_78_gives_32_not_78():
     """80 CPUs in one NUMA cell, 0-1 reserved: 78 devices, but one claim gets at most 32 of them."""
-    topology = t.build_topology(individual_slices("node01", 80, 1, reserved={0, 1}))
+    topology = build_topology(individual_slices("node01", 80, 1, reserved={0, 1}))
     assert topology["mode"] == "individual"
     assert topology["nodes"]["node01"]["allocatable_cpus"] == 78
     assert topology["largest_cell"] == {"node": "node01", "id": 0, "allocatable_cpus": 78}
@@ -74,14 +74,14 @@ def test_individual_one_cell_of_78_gives_32_not_78():
 
 def test_individual_two_cells_of_20():
     """A NUMA-aligned claim gets one cell (20); one that may span cells gets the node, cut to 32."""
-    topology = t.build_topology(individual_slices("node01", 40, 2))
+    topology = build_topology(individual_slices("node01", 40, 2))
     assert [c["allocatable_cpus"] for c in topology["nodes"]["node01"]["cells"]] == [20, 20]
     assert claims(topology) == (20, 32, 32)
 
 
 def test_individual_small_cells_are_not_cut():
     """kubevirtci's 12 CPUs over 2 cells, 0-1 reserved: cells of 4 and 6, node 10 (README)."""
-    topology = t.build_topology(individual_slices("node01", 12, 2, reserved={0, 1}))
+    topology = build_topology(individual_slices("node01", 12, 2, reserved={0, 1}))
     assert [c["allocatable_cpus"] for c in topology["nodes"]["node01"]["cells"]] == [4, 6]
     assert claims(topology) == (6, 10, 32)
     assert render_table(topology)[-3:-1] == [
@@ -95,7 +95,7 @@ def test_individual_small_cells_are_not_cut():
 @pytest.mark.parametrize("cells, largest", [([4, 6], 6), ([78], 78), ([40, 40], 40)])
 def test_grouped_is_one_device_whatever_its_capacity(cells, largest):
     """A grouped claim is count: 1 with a capacity request: the device limit does not bind."""
-    topology = t.build_topology(grouped_slices("node01", cells))
+    topology = build_topology(grouped_slices("node01", cells))
     assert topology["mode"] == "grouped"
     assert claims(topology) == (largest, largest, 32)
     assert render_table(topology)[-1] == (
@@ -106,14 +106,14 @@ def test_grouped_is_one_device_whatever_its_capacity(cells, largest):
 def test_nodes_are_sized_one_by_one():
     """The largest claim is the largest of any one node's: two nodes' CPUs never add up."""
     items = individual_slices("node01", 40, 2) + individual_slices("node02", 12, 1)
-    assert claims(t.build_topology(items)) == (20, 32, 32)
+    assert claims(build_topology(items)) == (20, 32, 32)
     items = individual_slices("node01", 24, 2) + individual_slices("node02", 16, 1)
-    assert claims(t.build_topology(items)) == (16, 24, 32)
+    assert claims(build_topology(items)) == (16, 24, 32)
 
 
 def test_mixed_modes_take_the_largest_of_each_node():
     items = grouped_slices("node01", [40]) + individual_slices("node02", 80, 2)
-    topology = t.build_topology(items)
+    topology = build_topology(items)
     assert topology["mode"] == "mixed"
     assert claims(topology) == (40, 40, 32)
     assert render_table(topology)[-2] == INDIVIDUAL_WARNING
@@ -139,7 +139,7 @@ def test_largest_claims(cells, node_cpus, per_cpu, expected):
 
 def test_min_cell_cpus_counts_the_device_limit():
     """dra_cpu_min_cell_cpus: a 78-CPU cell in individual mode holds a claim of 32, not of 33."""
-    topology = t.build_topology(individual_slices("node01", 80, 1, reserved={0, 1}))
+    topology = build_topology(individual_slices("node01", 80, 1, reserved={0, 1}))
     assert sizing.check_min_cell_cpus(topology, 32) is None
     assert sizing.check_min_cell_cpus(topology, 33) == (
         "no cell can hold a VM of 33 host CPUs: the largest cell, node node01 cell 0, has 78 allocatable CPUs, "
@@ -147,7 +147,7 @@ def test_min_cell_cpus_counts_the_device_limit():
         "to one claim (nodes: node01 cells 0=78); min_cell_cpus 0 (role variable dra_cpu_min_cell_cpus: 0) "
         "turns this check off")
     # grouped: one device of 78 holds a claim of 78
-    assert sizing.check_min_cell_cpus(t.build_topology(grouped_slices("node01", [78])), 78) is None
+    assert sizing.check_min_cell_cpus(build_topology(grouped_slices("node01", [78])), 78) is None
     # a cell too small is reported as before
     assert sizing.check_min_cell_cpus(topology, 79).startswith(
         "no cell can hold a VM of 79 host CPUs: the largest cell is node node01 cell 0 with 78 allocatable CPUs")

@@ -11,6 +11,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import slice_pools
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import types
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.topology.fact_helpers import build_topology
 
 OFF = "min_cell_cpus 0 (role variable dra_cpu_min_cell_cpus: 0) turns this check off"
 
@@ -19,7 +20,7 @@ OFF = "min_cell_cpus 0 (role variable dra_cpu_min_cell_cpus: 0) turns this check
 
 
 def test_reference_grouped_numanode(slices):
-    topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    topo = build_topology(slices("reference_grouped_numanode.yaml"))
     assert topo["driver"] == "dra.cpu"
     assert topo["mode"] == "grouped"
     assert topo["group_by"] == "numanode"
@@ -41,7 +42,7 @@ def test_reference_grouped_numanode(slices):
 
 
 def test_reference_individual(slices):
-    topo = t.build_topology(slices("reference_individual.yaml"))
+    topo = build_topology(slices("reference_individual.yaml"))
     assert topo["mode"] == "individual"
     assert topo["group_by"] == "numanode"
     cells = topo["nodes"]["node-a"]["cells"]
@@ -67,12 +68,12 @@ def test_the_fact_keeps_each_cells_cpus_and_the_figures(slices):
         "node02": {"allocatable_cpus": 10, "ready": False, "pool_generation": 1, "cells": {"0": 4, "1": 6}}}
     assert dict(fact, nodes=None) == dict(detail, nodes=None)
     assert detail["nodes"]["node01"]["cells"][0]["devices"] == ["cpudevnuma000"]   # the detail is untouched
-    individual = t.fact_of(t.build_topology(slices("reference_individual.yaml")))
+    individual = t.fact_of(build_topology(slices("reference_individual.yaml")))
     assert individual["nodes"]["node-a"]["cells"] == {"0": 4, "1": 6}
 
 
 def test_grouped_socket_smt(slices):
-    topo = t.build_topology(slices("grouped_socket_smt.yaml"))
+    topo = build_topology(slices("grouped_socket_smt.yaml"))
     assert topo["group_by"] == "socket"
     node = topo["nodes"]["node01"]
     assert node["smt_enabled"] is True
@@ -84,7 +85,7 @@ def test_grouped_socket_smt(slices):
 
 
 def test_grouped_machine(slices):
-    topo = t.build_topology(slices("grouped_machine.yaml"))
+    topo = build_topology(slices("grouped_machine.yaml"))
     assert topo["group_by"] == "machine"
     assert topo["nodes"]["node01"]["cells"] == [
         {"id": 0, "devices": ["cpudevmachine"], "allocatable_cpus": 10}]
@@ -98,7 +99,7 @@ def test_individual_smt_chunks(slices):
     assert pools["node01"]["published"] == 2
     assert pools["node01"]["resource_slice_count"] == 2
     assert pools["node01"]["complete"] is True
-    topo = t.build_topology(items)
+    topo = build_topology(items)
     node = topo["nodes"]["node01"]
     assert node["smt_enabled"] is True
     assert node["slices"] == 2
@@ -118,7 +119,7 @@ def test_one_chunk_missing_is_incomplete(slices):
     pools = slice_pools.group_pools(items)
     assert pools["node01"]["complete"] is False
     assert pools["node01"]["reason"] == "1 of 2 slices published at generation 1"
-    assert t.build_topology(items)["nodes"] == {}
+    assert build_topology(items)["nodes"] == {}
     assert slice_pools.pool_progress(items, ["node01"]) == {
         "complete": [], "missing": [], "incomplete": {"node01": "1 of 2 slices published at generation 1"}}
 
@@ -135,7 +136,7 @@ def test_two_generations(slices):
     assert pools["node02"]["generation"] == 3
     assert pools["node02"]["complete"] is False
     assert pools["node02"]["reason"] == "1 of 2 slices published at generation 3"
-    topo = t.build_topology(items)
+    topo = build_topology(items)
     # node01 uses generation 2 (reserved 0-3: cells 2 and 6), never generation 1 (4 and 6)
     assert topo["nodes"]["node01"]["pool_generation"] == 2
     assert [c["allocatable_cpus"] for c in topo["nodes"]["node01"]["cells"]] == [2, 6]
@@ -150,7 +151,7 @@ def test_two_generations(slices):
 def test_v010_names_and_other_drivers(slices):
     items = slices("v010_names_two_nodes.yaml")
     assert items[0]["metadata"]["name"].startswith("node01-dra.cpu-")
-    topo = t.build_topology(items)
+    topo = build_topology(items)
     assert sorted(topo["nodes"]) == ["node01", "node02"]
     assert topo["max_vm_host_cpus"] == 6
     assert topo["largest_cell"] == {"node": "node01", "id": 1, "allocatable_cpus": 6}
@@ -158,14 +159,14 @@ def test_v010_names_and_other_drivers(slices):
     assert topo["total_allocatable_cpus"] == 20
     # the gpu driver's pool is not ours
     assert "gpu0" not in str(topo)
-    only = t.build_topology(items, nodes=["node02"])
+    only = build_topology(items, nodes=["node02"])
     assert list(only["nodes"]) == ["node02"]
 
 
 def test_names_are_never_used(slices):
     items = copy.deepcopy(slices("reference_grouped_numanode.yaml"))
     items[0]["metadata"]["name"] = "something-else-entirely"
-    assert t.build_topology(items)["nodes"]["node-a"]["allocatable_cpus"] == 10
+    assert build_topology(items)["nodes"]["node-a"]["allocatable_cpus"] == 10
 
 
 def test_disagreeing_counts_and_surplus():
@@ -181,7 +182,7 @@ def test_disagreeing_counts_and_surplus():
 
 
 def test_empty_topology():
-    topo = t.build_topology([])
+    topo = build_topology([])
     assert topo["nodes"] == {}
     assert topo["max_vm_host_cpus"] == 0
     assert topo["max_node_host_cpus"] == 0
@@ -197,7 +198,7 @@ def test_unqualified_attributes_and_unknown_names():
     slice_ = {"spec": {"driver": "dra.cpu", "nodeName": "x", "pool": pool,
                        "devices": [{"name": "weird", "attributes": {"numaNodeID": {"int": 3}},
                                     "capacity": {"dra.cpu/cpu": {"value": "2000m"}}}]}}
-    node = t.build_topology([slice_])["nodes"]["x"]
+    node = build_topology([slice_])["nodes"]["x"]
     assert node["group_by"] == "numanode"
     assert node["cells"] == [{"id": 3, "devices": ["weird"], "allocatable_cpus": 2}]
 
@@ -218,20 +219,9 @@ def test_parse_quantity_invalid(value):
 # ------------------------------------------------------------------ sizing
 
 
-def test_expected_cells_reference():
-    cells = sizing.expected_cells(12, 2, [0, 1])
-    assert cells == [
-        {"id": 0, "cpus": "0-5", "reserved": "0-1", "allocatable": "2-5", "allocatable_cpus": 4},
-        {"id": 1, "cpus": "6-11", "reserved": "", "allocatable": "6-11", "allocatable_cpus": 6},
-    ]
-    with pytest.raises(t.TopologyError) as exc:
-        sizing.expected_cells(12, 5)
-    assert str(exc.value) == "12 vCPUs cannot be split evenly over 5 NUMA cells"
-
-
 def test_sizing_matches(slices):
     for name in ("reference_grouped_numanode.yaml", "reference_individual.yaml"):
-        topo = t.build_topology(slices(name))
+        topo = build_topology(slices(name))
         assert sizing.check_sizing(topo, 2, 12, [0, 1]) == []
         assert sizing.check_sizing(topo, None, 12, [0, 1]) == []
         assert sizing.check_sizing(topo, 2, None, [0, 1]) == []
@@ -239,7 +229,7 @@ def test_sizing_matches(slices):
 
 
 def test_sizing_mismatch_numbers(slices):
-    topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    topo = build_topology(slices("reference_grouped_numanode.yaml"))
     problems = sizing.check_sizing(topo, 2, 12, [0, 1, 2, 3])
     assert [p["message"] for p in problems] == [
         "node node-a publishes 10 allocatable CPUs, expected 8 (12 CPUs - 4 reserved)",
@@ -259,7 +249,7 @@ def test_sizing_fully_reserved_cell_is_omitted():
                        "devices": [{"name": "cpudevnuma001",
                                     "attributes": {"dra.cpu/numaNodeID": {"int": 1}},
                                     "capacity": {"dra.cpu/cpu": {"value": "2"}}}]}}
-    topo = t.build_topology([slice_])
+    topo = build_topology([slice_])
     assert sizing.check_sizing(topo, 2, 4, [0, 1]) == []
 
 
@@ -269,7 +259,7 @@ def test_sizing_individual_contiguity(slices):
     # swap the CPU ids of a device in cell 0 and one in cell 1 (counts stay 4 and 6)
     devices[0]["attributes"]["dra.cpu/cpuID"] = {"int": 11}
     devices[9]["attributes"]["dra.cpu/cpuID"] = {"int": 2}
-    topo = t.build_topology(items)
+    topo = build_topology(items)
     messages = [p["message"] for p in sizing.check_sizing(topo, 2, 12, [0, 1])]
     assert messages == [
         "node node-a cell 0 holds CPUs 3-5,11, expected the contiguous CPUs 2-5",
@@ -278,7 +268,7 @@ def test_sizing_individual_contiguity(slices):
 
 
 def test_sizing_reserved_outside_and_uneven(slices):
-    topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    topo = build_topology(slices("reference_grouped_numanode.yaml"))
     problems = sizing.check_sizing(topo, 5, 12, [0, 1])
     assert problems == [{"node": None, "cell": None, "observed": 12, "expected": "a multiple of 5",
                          "message": "12 vCPUs cannot be split evenly over 5 NUMA cells"}]
@@ -287,24 +277,24 @@ def test_sizing_reserved_outside_and_uneven(slices):
 
 
 def test_sizing_machine_and_no_nodes(slices):
-    topo = t.build_topology(slices("grouped_machine.yaml"))
+    topo = build_topology(slices("grouped_machine.yaml"))
     assert sizing.check_sizing(topo, 2, 12, [0, 1]) == []
-    assert sizing.check_sizing(t.build_topology([]), 2, 12, [])[0]["message"] == "no node has published its CPUs"
+    assert sizing.check_sizing(build_topology([]), 2, 12, [])[0]["message"] == "no node has published its CPUs"
 
 
 def test_min_cell_cpus(slices):
-    topo = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    topo = build_topology(slices("reference_grouped_numanode.yaml"))
     assert sizing.check_min_cell_cpus(topo, 6) is None
     assert sizing.check_min_cell_cpus(topo, None) is None
     assert sizing.check_min_cell_cpus(topo, 7) == (
         "no cell can hold a VM of 7 host CPUs: the largest cell is node node-a cell 1 with 6 "
         "allocatable CPUs (nodes: node-a cells 0=4, 1=6); %s" % OFF)
-    assert sizing.check_min_cell_cpus(t.build_topology([]), 1) == (
+    assert sizing.check_min_cell_cpus(build_topology([]), 1) == (
         "no cell can hold a VM of 1 host CPU: no Ready node publishes a CPU (nodes: no node has published "
         "its CPUs); %s" % OFF)
     # 0 (or '') turns the check off, also on a topology without a CPU
-    assert sizing.check_min_cell_cpus(t.build_topology([]), 0) is None
-    assert sizing.check_min_cell_cpus(t.build_topology([]), "") is None
+    assert sizing.check_min_cell_cpus(build_topology([]), 0) is None
+    assert sizing.check_min_cell_cpus(build_topology([]), "") is None
 
 
 def _no_cpu(node):
@@ -315,10 +305,10 @@ def _no_cpu(node):
 def test_min_cell_cpus_1_fails_when_no_cell_holds_a_cpu_naming_each_node(slices):
     """The role's default, 1: an install after which no cell can hold even one CPU fails, naming every
     node and what it publishes (a machine device of capacity 0, no device at all, not Ready)."""
-    machine = t.build_topology(slices("grouped_machine.yaml"))["nodes"]["node01"]
+    machine = build_topology(slices("grouped_machine.yaml"))["nodes"]["node01"]
     zero = dict(copy.deepcopy(machine), allocatable_cpus=0,
                 cells=[dict(machine["cells"][0], allocatable_cpus=0)])
-    good = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    good = build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
     topo = t.cluster_topology({"node01": zero, "node02": _no_cpu(good), "node03": copy.deepcopy(good)},
                               not_ready=["node03"])
     assert topo["max_vm_host_cpus"] == 0
@@ -335,7 +325,7 @@ def test_min_cell_cpus_1_fails_when_no_cell_holds_a_cpu_naming_each_node(slices)
 
 
 def test_min_cell_cpus_names_at_most_20_nodes(slices):
-    good = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    good = build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
     topo = t.cluster_topology(dict(("node%02d" % i, _no_cpu(good)) for i in range(25)))
     message = sizing.check_min_cell_cpus(topo, 1)
     assert "node19 no CPU; and 5 more); " in message and "node20" not in message, message

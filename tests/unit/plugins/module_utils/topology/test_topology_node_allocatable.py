@@ -20,6 +20,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, pod, run_module
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.topology.fact_helpers import build_topology
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 PODS = "/api/v1/namespaces/dra-driver-cpu/pods"
@@ -50,19 +51,19 @@ def test_carries_mapping():
 @pytest.mark.parametrize("fixture, mapping", [("reference_grouped_numanode.yaml", GROUPED),
                                               ("reference_individual.yaml", INDIVIDUAL)])
 def test_the_fact_says_whether_every_device_carries_it(fixture, mapping):
-    assert t.build_topology(load_slices(fixture))["node_allocatable_mapping"] is False
-    on = t.build_topology(mapped(fixture, mapping))
+    assert build_topology(load_slices(fixture))["node_allocatable_mapping"] is False
+    on = build_topology(mapped(fixture, mapping))
     assert on["node_allocatable_mapping"] is True and on["nodes"]["node-a"]["node_allocatable_mapping"] is True
     # one device without it (a pool half published by an old driver, or stripped): not on
-    assert t.build_topology(mapped(fixture, mapping, only=1))["node_allocatable_mapping"] is False
+    assert build_topology(mapped(fixture, mapping, only=1))["node_allocatable_mapping"] is False
     # the fact keeps the key
     assert t.fact_of(on)["node_allocatable_mapping"] is True
-    assert t.build_topology([])["node_allocatable_mapping"] is False
+    assert build_topology([])["node_allocatable_mapping"] is False
 
 
 def test_check_mapping():
-    off = t.build_topology(load_slices("reference_grouped_numanode.yaml"))
-    on = t.build_topology(mapped("reference_grouped_numanode.yaml", GROUPED))
+    off = build_topology(load_slices("reference_grouped_numanode.yaml"))
+    on = build_topology(mapped("reference_grouped_numanode.yaml", GROUPED))
     assert na.check_mapping(off, None) == [] and na.check_mapping(on, None) == []
     assert na.check_mapping(on, True) == [] and na.check_mapping(off, False) == []
     (problem,) = na.check_mapping(off, True)

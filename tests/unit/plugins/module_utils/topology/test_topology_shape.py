@@ -12,11 +12,11 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as t
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import FakeCluster, pod, run_module
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.topology.fact_helpers import build_topology
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 PODS = "/api/v1/namespaces/dra-driver-cpu/pods"
@@ -31,19 +31,19 @@ PODS = "/api/v1/namespaces/dra-driver-cpu/pods"
     ("reference_grouped_numanode.yaml", "", ""),              # nothing asked, nothing checked
 ])
 def test_the_shape_asked_for_passes(slices, fixture, mode, group_by):
-    assert sizing.check_shape(t.build_topology(slices(fixture)), mode, group_by) == []
+    assert sizing.check_shape(build_topology(slices(fixture)), mode, group_by) == []
 
 
 def test_a_stale_grouping_names_the_node_and_both_groupings(slices):
-    problems = sizing.check_shape(t.build_topology(slices("reference_grouped_numanode.yaml")), "grouped", "machine")
+    problems = sizing.check_shape(build_topology(slices("reference_grouped_numanode.yaml")), "grouped", "machine")
     assert [(p["node"], p["observed"], p["expected"]) for p in problems] == [("node-a", "numanode", "machine")]
     assert problems[0]["message"] == "node node-a publishes devices grouped by numanode, the release asks for machine"
 
 
 def test_a_stale_mode_names_the_node_and_both_modes(slices):
-    problems = sizing.check_shape(t.build_topology(slices("reference_grouped_numanode.yaml")), "individual", "")
+    problems = sizing.check_shape(build_topology(slices("reference_grouped_numanode.yaml")), "individual", "")
     assert [p["message"] for p in problems] == ["node node-a publishes grouped devices, the release asks for individual"]
-    problems = sizing.check_shape(t.build_topology(slices("reference_individual.yaml")), "grouped", "numanode")
+    problems = sizing.check_shape(build_topology(slices("reference_individual.yaml")), "grouped", "numanode")
     assert [p["message"] for p in problems] == ["node node-a publishes individual devices, the release asks for grouped"]
 
 

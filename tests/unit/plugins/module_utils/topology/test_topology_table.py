@@ -23,6 +23,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table 
     INDIVIDUAL_WARNING,
     render_table,
 )
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.topology.fact_helpers import build_topology
 
 # roles/dra_cpu/tasks/topology.yml until the table moved into the module (the `>-` scalar folded)
 ROLE_TEMPLATE = (
@@ -83,13 +84,13 @@ FIXTURES = {
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_same_text_as_the_role_template(slices, name):
-    topology = t.build_topology(slices(name))
+    topology = build_topology(slices(name))
     assert topology["nodes"]
     assert render_table(topology) == role_lines(topology, FIXTURES[name])
 
 
 def test_long_node_names_and_device_lists(slices):
-    topology = t.build_topology(slices("reference_individual.yaml"))
+    topology = build_topology(slices("reference_individual.yaml"))
     topology = copy.deepcopy(topology)
     topology["nodes"]["a-much-longer-node-name"] = topology["nodes"].pop("node-a")
     lines = render_table(topology)
@@ -98,7 +99,7 @@ def test_long_node_names_and_device_lists(slices):
 
 
 def test_readme_example(slices):
-    topology = t.build_topology(slices("reference_grouped_numanode.yaml"))
+    topology = build_topology(slices("reference_grouped_numanode.yaml"))
     topology["nodes"]["node01"] = topology["nodes"].pop("node-a")
     for ref in ("largest_cell", "smallest_cell"):
         topology[ref]["node"] = "node01"
@@ -113,7 +114,7 @@ def test_readme_example(slices):
 
 
 def test_two_nodes_name_the_largest_and_smallest_cell(slices):
-    topology = t.build_topology(slices("v010_names_two_nodes.yaml"))
+    topology = build_topology(slices("v010_names_two_nodes.yaml"))
     assert len(topology["nodes"]) == 2
     big, small = topology["largest_cell"], topology["smallest_cell"]
     assert render_table(topology)[-1] == "largest cell: %s cell %s, %s CPUs; smallest cell: %s cell %s, %s CPUs" % (
@@ -121,18 +122,18 @@ def test_two_nodes_name_the_largest_and_smallest_cell(slices):
 
 
 def test_one_node_has_no_cell_line(slices):
-    lines = render_table(t.build_topology(slices("reference_grouped_numanode.yaml")))
+    lines = render_table(build_topology(slices("reference_grouped_numanode.yaml")))
     assert lines[-1].startswith("largest VM that fits:")
     assert not [line for line in lines if line.startswith("largest cell:")]
 
 
 def test_no_nodes():
-    assert render_table(t.build_topology([])) == [EMPTY]
+    assert render_table(build_topology([])) == [EMPTY]
 
 
 def test_many_nodes_are_summed_up_in_one_line(slices):
     from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import MAX_NODES
-    one = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    one = build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
     names = ["node%04d" % i for i in range(MAX_NODES + 7)]
     topology = t.cluster_topology(dict((n, copy.deepcopy(one)) for n in names))
     lines = render_table(topology)
@@ -162,7 +163,7 @@ def test_the_largest_vm_in_kubevirt_vcpus(host_cpus, words):
 
 
 def test_a_cluster_without_cpus_says_no_vm(slices):
-    one = t.build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
+    one = build_topology(slices("reference_grouped_numanode.yaml"))["nodes"]["node-a"]
     empty = dict(copy.deepcopy(one), cells=[], allocatable_cpus=0)
     assert render_table(t.cluster_topology({"node01": empty}))[-1] == (
         "largest VM that fits: 0 host CPUs, all from one device (one NUMA cell) = no VM")

@@ -12,6 +12,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import pod_diagnostics as diag
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import waiter as w
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.module_utils.topology.fact_helpers import build_topology
 
 
 def _raise(exc):
@@ -373,7 +374,6 @@ def test_pending_follows_deletes_and_new_generations(slices):
 
 
 def test_node_facts_are_built_when_the_pool_completes_and_dropped_when_it_is_not(slices):
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import build_topology
     s1, s2 = slices("individual_smt_chunks.yaml")
     gen2 = copy.deepcopy(s1)
     gen2["metadata"]["uid"] = "gen2-0"

@@ -47,10 +47,9 @@ def test_good_inputs_normalised():
     assert settings["uninstall_timeout"] == 120
     assert settings["helm_mirror"] == "https://get.helm.sh"
     assert settings["num_vcpu"] == 12 and settings["num_numa_nodes"] == 2
-    assert settings["values_key"] == "driverConfig"
-    assert settings["supports_node_affinity"] is True
-    assert i.chart_values_for(settings) == {
-        "driverConfig": {"reservedCPUs": "0-1", "cpuDeviceMode": "grouped"}, "image": {"tag": "v0.3.0"}}
+    assert settings["chart_values"] == {"image": {"tag": "v0.3.0"}}
+    # validate returns only what later stages read: the chart stage maps the values
+    assert not set(settings) & {"values_key", "supports_node_affinity"}
 
 
 @pytest.mark.parametrize("option,value,message", [
@@ -159,16 +158,12 @@ def test_optional_blanks():
     assert settings["helm_version"] == "v3.17.0"
     assert settings["cpu_device_mode"] == "grouped"
     assert settings["state"] == "present"
-    assert settings["values_key"] == "driverConfig"
 
 
-def test_values_for_020():
+def test_group_by_lower_cased():
     settings, errors = run(chart_version="0.2.0", group_by="Socket")
     assert errors == []
-    assert settings["group_by"] == "socket"
-    assert settings["supports_node_affinity"] is False
-    expected = {"reservedCPUs": "0-1", "groupBy": "socket", "cpuDeviceMode": "grouped"}
-    assert i.chart_values_for(settings)["args"] == expected
+    assert settings["group_by"] == "socket" and settings["chart_version"] == "0.2.0"
 
 
 MACHINE_REFUSED = (
