@@ -22,14 +22,14 @@ import signal
 
 from cluster_images import PAUSE_IMAGE
 from cluster_processes import marked
-from cluster_real_node import mirror_hosts
+from cluster_real_node_config import mirror_hosts
 from cluster_state import die, log, p, read_json, run, write_file
 
 CLOSED = "127.0.0.1:1"   # nothing listens there in the cluster's network namespace: a pull is refused at once
 
 
 def real_node(name):
-    """Node `name`'s record in <state>/real-nodes.json (cluster_real_node.node_config), or exit 2."""
+    """Node `name`'s record in <state>/real-nodes.json (cluster_real_node_config.node_config), or exit 2."""
     state = read_json(p("real-nodes.json")) or {}
     node = (state.get("nodes") or {}).get(name)
     if not node:
