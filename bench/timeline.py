@@ -1,16 +1,5 @@
-"""Publication timelines (pure: no cluster I/O).
-
-A scenario is a seeded schedule of ResourceSlice operations relative to t0. Slices come from
-driver_slices.py (devices and chunks from the Go test driver, the only implementation of upstream's
-rules), so their shape is the driver's: one pool per node named after it, devices per NUMA cell,
-the driver's chunking.
-
-Every schedule is *monotone*: the ground truth "every target node has a complete pool at its
-highest generation" becomes true exactly once, after the last event marked ``required`` (or never,
-for ``no-driver``), and stays true. So a waiter that returned "ready" before the last required
-slice was stored is a false ready, and detection latency = return time - store time of that slice.
-``check_monotone`` verifies this property on the schedule itself with an independent completeness
-rule (``truth_complete``), not the module's code.
+"""Publication timelines (pure: no cluster I/O): a scenario is a seeded schedule of ResourceSlice
+operations relative to t0, with slices of the driver's shape (driver_slices.py), and its ground truth.
 """
 from __future__ import annotations
 
@@ -252,6 +241,12 @@ def last_required_index(sc):
 
 
 def check_monotone(sc):
+    """Every schedule is *monotone*: the ground truth "every target node has a complete pool at its
+    highest generation" becomes true exactly once, after the last event marked ``required`` (or never,
+    for ``no-driver``), and stays true. So a waiter that returned "ready" before the last required slice
+    was stored is a false ready, and detection latency = return time - store time of that slice. Checked
+    here on the schedule itself with an independent completeness rule (``truth_complete``), not the
+    module's code."""
     series = truth_series(sc)
     last = last_required_index(sc)
     for i, complete in series:

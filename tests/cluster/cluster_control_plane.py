@@ -1,12 +1,9 @@
-"""Bringing the test cluster's components up, in order, and the control-plane fault knobs.
+"""Bringing the test cluster's components up, in order, with every component's command line.
 
-Owns: the binaries from build.sh, a fresh state dir, the ports, and the start sequence with every
-component's command line: registry + helm mirror (charts pushed in the background), network
-namespace, etcd, PKI/tokens/kubeconfigs, kube-apiserver (audit log on request),
-kube-controller-manager, kube-scheduler, the supervised simulator; <state>/cluster.json as it
-goes and <state>/env (`env_lines`: what `up` prints); the Ready-node count; `restart-apiserver`.
-Must not: decide whether to start (the CLI in cluster.py does: idempotence, settings changes),
-nor stop the cluster (cluster.py `down`).
+Owns: the binaries from build.sh, a fresh state dir, the ports, the start sequence (registry and helm
+mirror, etcd, PKI and kubeconfigs, the control plane, the simulator, then the real nodes),
+<state>/cluster.json and <state>/env, the Ready-node count and `restart-apiserver`.
+Must not: decide whether to start (cluster.py does), nor stop the cluster (cluster.py `down`).
 """
 import json
 import shlex

@@ -4,7 +4,7 @@ Owns: whether CRI-O nodes can start here (Debian's conmon present), the node's r
 (every MIRRORED registry name pulls from the cluster's registry, as containerd's hosts files do) and
 its crio.conf (private storage and state under the node's directory, NRI and CDI on as kubevirtci's
 CRI-O has them, runc through the CPU-mapping wrapper with conmon, cgroupfs).
-Must not: start or stop anything, or write files (cluster_real_node.py writes what these return).
+Must not: start or stop anything, or write files (cluster_real_node_config.py writes what these return).
 """
 import os
 
