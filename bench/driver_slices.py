@@ -1,14 +1,6 @@
-"""The slices the bench publishes in the driver's place: devices from the Go test driver.
-
-The bench runs its clusters with CLUSTER_SIMULATE_DRIVER=false and replays timed schedules itself
-(timeline.py, publisher.py), so it needs the slice bodies the driver would publish. Their devices
-and chunks come from the project's driver (tests/cluster/driver, the only implementation of
-upstream's device rules): its `devices <host_root> [flags]` command on a fake sysfs tree
-(tests/cluster/fake_sysfs.py) of the node's hardware, once per distinct (CPUs, cells, reserved CPUs,
-mode), cached. The bodies around them are the resourceslice controller's shape: generateName
-`<index>-dra.cpu-<node>-`, owner reference to the Node, pool {name, generation, resourceSliceCount}.
-A pool cut into more chunks than the driver makes (`min_chunks`, the bench's synthetic cases) spreads
-the devices evenly over them.
+"""The slices the bench publishes in the driver's place (its clusters run with
+CLUSTER_SIMULATE_DRIVER=false): devices and chunks from the project's Go driver, bodies in the
+resourceslice controller's shape.
 """
 from __future__ import annotations
 
@@ -47,7 +39,9 @@ def devices_binary() -> str:
 @functools.lru_cache(maxsize=None)
 def driver_chunks(cpus: int, cells: int, reserved: tuple, mode: str) -> tuple:
     """The driver's (main flavour) chunks of devices for that hardware and config: a tuple of device
-    lists (API JSON); () when every CPU is reserved."""
+    lists (API JSON); () when every CPU is reserved. From the project's driver (tests/cluster/driver, the
+    only implementation of upstream's device rules): its `devices <host_root> [flags]` command on a fake
+    sysfs tree (fake_sysfs.py) of the node's hardware, once per distinct (CPUs, cells, reserved, mode)."""
     topo = sim_topology.build_topology(cpus=cpus, numa_nodes=cells)
     with tempfile.TemporaryDirectory(prefix="dracpu-bench-sysfs-") as root:
         fake_sysfs.write_tree(root, topo)
@@ -84,7 +78,10 @@ def slice_body(node: str, node_uid: str, generation: int, count: int, devices: l
 
 def pool_slices(node: str, uid: str, cpus: int, cells: int, generation: int, reserved, mode: str,
                 min_chunks: int = 1) -> list:
-    """All slice bodies of the node's pool at `generation`; [] when every CPU is reserved."""
+    """All slice bodies of the node's pool at `generation`; [] when every CPU is reserved. Around the
+    devices, the resourceslice controller's shape: generateName `<index>-dra.cpu-<node>-`, owner
+    reference to the Node, pool {name, generation, resourceSliceCount}. A pool cut into more chunks than
+    the driver makes (`min_chunks`, the bench's synthetic cases) spreads the devices evenly over them."""
     chunks = [list(c) for c in driver_chunks(cpus, cells, tuple(reserved), mode)]
     if not chunks:
         return []

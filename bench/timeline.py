@@ -1,16 +1,5 @@
-"""Publication timelines (pure: no cluster I/O).
-
-A scenario is a seeded schedule of ResourceSlice operations relative to t0. Slices come from
-driver_slices.py (devices and chunks from the Go test driver, the only implementation of upstream's
-rules), so their shape is the driver's: one pool per node named after it, devices per NUMA cell,
-the driver's chunking.
-
-Every schedule is *monotone*: the ground truth "every target node has a complete pool at its
-highest generation" becomes true exactly once, after the last event marked ``required`` (or never,
-for ``no-driver``), and stays true. So a waiter that returned "ready" before the last required
-slice was stored is a false ready, and detection latency = return time - store time of that slice.
-``check_monotone`` verifies this property on the schedule itself with an independent completeness
-rule (``truth_complete``), not the module's code.
+"""Publication timelines (pure: no cluster I/O): a scenario is a seeded schedule of ResourceSlice
+operations relative to t0, with slices of the driver's shape (driver_slices.py), and its ground truth.
 """
 from __future__ import annotations
 
@@ -114,80 +103,102 @@ def build(kind, nodes, cells, seed, span=20.0, uids=None):
     if kind != "spread" and nodes < 2:
         raise ValueError(f"{kind} needs at least 2 nodes")
     rnd = random.Random(seed)
-    uids = uids or {}
     targets = [node_name(i + 1) for i in range(nodes)]
     sc = Scenario(name=f"{kind}-n{nodes}-c{cells}", kind=kind, nodes=nodes, cells=cells, seed=seed,
                   span=span, targets=targets)
-
-    def publish(node, t, **kw):
-        for k, body in enumerate(pool_slices(node, uids.get(node, ""), cells, **kw)):
-            sc.events.append(Event(t=t, op="create", key=f"{node}/g{kw.get('generation', 1)}/{k}", node=node, body=body))
-
+    b = _Builder(sc, rnd, uids or {})
     if kind == "spread":
         for n in targets:
-            publish(n, rnd.uniform(0, span))
+            b.publish(n, rnd.uniform(0, span))
     else:
         special = targets[rnd.randrange(nodes)]
         sc.special_node = special
-        others = [n for n in targets if n != special]
-        if kind == "chunks":
-            for n in others:
-                publish(n, rnd.uniform(0, 0.6 * span))
-            c1, c2 = pool_slices(special, uids.get(special, ""), cells, min_chunks=2)
-            sc.events.append(Event(t=rnd.uniform(0.1 * span, 0.5 * span), op="create", key=f"{special}/g1/0",
-                                   node=special, body=c1, note="chunk 1 of 2"))
-            sc.events.append(Event(t=span, op="create", key=f"{special}/g1/1", node=special, body=c2,
-                                   note="chunk 2 of 2"))
-        elif kind == "generation":
-            for n in others:
-                publish(n, rnd.uniform(0, 0.75 * span))
-            (g1,) = pool_slices(special, uids.get(special, ""), cells, generation=1)
-            c1, c2 = pool_slices(special, uids.get(special, ""), cells, generation=2, reserved=RESERVED_GEN2,
-                                 min_chunks=2)
-            sc.events.append(Event(t=rnd.uniform(0, 0.1 * span), op="create", key=f"{special}/g1/0", node=special,
-                                   body=g1, note="generation 1"))
-            sc.events.append(Event(t=0.4 * span, op="create", key=f"{special}/g2/0", node=special, body=c1,
-                                   note="generation 2, chunk 1 of 2"))
-            sc.events.append(Event(t=span, op="create", key=f"{special}/g2/1", node=special, body=c2,
-                                   note="generation 2, chunk 2 of 2"))
-            sc.events.append(Event(t=span + 0.3, op="delete", key=f"{special}/g1/0", node=special, required=False,
-                                   note="obsolete generation 1 deleted"))
-        elif kind == "stale":
-            for k, body in enumerate(pool_slices(STALE_NODE, "", cells)):
-                sc.pre.append(Event(t=-1, op="create", key=f"{STALE_NODE}/g1/{k}", node=STALE_NODE, body=body,
-                                    required=False, note="stale slice of a removed node"))
-            for n in others:
-                publish(n, rnd.uniform(0, 0.6 * span))
-            publish(special, span)
-        elif kind == "no-driver":
-            sc.ready_possible = False
-            for n in others:
-                publish(n, rnd.uniform(0, span))
-        elif kind == "chunks-individual":
-            for n in others:
-                publish(n, rnd.uniform(0, 0.6 * span))
-            c1, c2 = pool_slices(special, uids.get(special, ""), cells, mode="individual", cpus=BIG_VCPU)
-            sc.events.append(Event(t=span - 0.3, op="create", key=f"{special}/g1/0", node=special, body=c1,
-                                   note="individual mode, slice 1 of 2 (128 devices)"))
-            sc.events.append(Event(t=span, op="create", key=f"{special}/g1/1", node=special, body=c2,
-                                   note="individual mode, slice 2 of 2"))
-        elif kind == "restart-generation":
-            last = others[rnd.randrange(len(others))]
-            for n in others:
-                publish(n, 0.75 * span if n == last else rnd.uniform(0, 0.75 * span))
-            g1 = pool_slices(special, uids.get(special, ""), cells, mode="individual", cpus=BIG_VCPU)
-            g2 = pool_slices(special, uids.get(special, ""), cells, generation=2, reserved=RESERVED_GEN2,
-                             mode="individual", cpus=BIG_VCPU)
-            t1 = rnd.uniform(0, 0.1 * span)
-            for k, body in enumerate(g1):
-                sc.events.append(Event(t=t1 + 0.05 * k, op="create", key=f"{special}/s{k}", node=special,
-                                       body=body, note=f"generation 1, slice {k + 1} of 2"))
-            for k, body in enumerate(g2):
-                sc.events.append(Event(t=0.4 * span + 1.0 * k, op="update", key=f"{special}/s{k}", node=special,
-                                       body=body, note=f"restart: generation 2, slice {k + 1} of 2 updated"))
+        _ADVERSARIAL[kind](b, special, [n for n in targets if n != special])
     sc.events.sort(key=lambda e: (e.t, e.key))
     check_monotone(sc)
     return sc
+
+
+@dataclass
+class _Builder:
+    """Adds a scenario's events; its random draws come in the order the kinds' functions make them."""
+    sc: Scenario
+    rnd: random.Random
+    uids: dict
+
+    def slices(self, node, **kw):
+        return pool_slices(node, self.uids.get(node, ""), self.sc.cells, **kw)
+
+    def publish(self, node, t, **kw):
+        for k, body in enumerate(self.slices(node, **kw)):
+            self.add(t, "create", f"{node}/g{kw.get('generation', 1)}/{k}", node, body)
+
+    def publish_others(self, others, until):
+        for n in others:
+            self.publish(n, self.rnd.uniform(0, until))
+
+    def add(self, t, op, key, node, body=None, note="", required=True):
+        self.sc.events.append(Event(t=t, op=op, key=key, node=node, body=body, required=required, note=note))
+
+
+def _chunks(b, special, others):
+    span = b.sc.span
+    b.publish_others(others, 0.6 * span)
+    c1, c2 = b.slices(special, min_chunks=2)
+    b.add(b.rnd.uniform(0.1 * span, 0.5 * span), "create", f"{special}/g1/0", special, c1, note="chunk 1 of 2")
+    b.add(span, "create", f"{special}/g1/1", special, c2, note="chunk 2 of 2")
+
+
+def _generation(b, special, others):
+    span = b.sc.span
+    b.publish_others(others, 0.75 * span)
+    (g1,) = b.slices(special, generation=1)
+    c1, c2 = b.slices(special, generation=2, reserved=RESERVED_GEN2, min_chunks=2)
+    b.add(b.rnd.uniform(0, 0.1 * span), "create", f"{special}/g1/0", special, g1, note="generation 1")
+    b.add(0.4 * span, "create", f"{special}/g2/0", special, c1, note="generation 2, chunk 1 of 2")
+    b.add(span, "create", f"{special}/g2/1", special, c2, note="generation 2, chunk 2 of 2")
+    b.add(span + 0.3, "delete", f"{special}/g1/0", special, required=False, note="obsolete generation 1 deleted")
+
+
+def _stale(b, special, others):
+    for k, body in enumerate(pool_slices(STALE_NODE, "", b.sc.cells)):
+        b.sc.pre.append(Event(t=-1, op="create", key=f"{STALE_NODE}/g1/{k}", node=STALE_NODE, body=body,
+                              required=False, note="stale slice of a removed node"))
+    b.publish_others(others, 0.6 * b.sc.span)
+    b.publish(special, b.sc.span)
+
+
+def _no_driver(b, _special, others):
+    b.sc.ready_possible = False
+    b.publish_others(others, b.sc.span)
+
+
+def _chunks_individual(b, special, others):
+    span = b.sc.span
+    b.publish_others(others, 0.6 * span)
+    c1, c2 = b.slices(special, mode="individual", cpus=BIG_VCPU)
+    b.add(span - 0.3, "create", f"{special}/g1/0", special, c1, note="individual mode, slice 1 of 2 (128 devices)")
+    b.add(span, "create", f"{special}/g1/1", special, c2, note="individual mode, slice 2 of 2")
+
+
+def _restart_generation(b, special, others):
+    span = b.sc.span
+    last = others[b.rnd.randrange(len(others))]
+    for n in others:
+        b.publish(n, 0.75 * span if n == last else b.rnd.uniform(0, 0.75 * span))
+    g1 = b.slices(special, mode="individual", cpus=BIG_VCPU)
+    g2 = b.slices(special, generation=2, reserved=RESERVED_GEN2, mode="individual", cpus=BIG_VCPU)
+    t1 = b.rnd.uniform(0, 0.1 * span)
+    for k, body in enumerate(g1):
+        b.add(t1 + 0.05 * k, "create", f"{special}/s{k}", special, body, note=f"generation 1, slice {k + 1} of 2")
+    for k, body in enumerate(g2):
+        b.add(0.4 * span + 1.0 * k, "update", f"{special}/s{k}", special, body,
+              note=f"restart: generation 2, slice {k + 1} of 2 updated")
+
+
+# each adversarial kind's events, given its special node and the others
+_ADVERSARIAL = {"chunks": _chunks, "generation": _generation, "stale": _stale, "no-driver": _no_driver,
+                "chunks-individual": _chunks_individual, "restart-generation": _restart_generation}
 
 
 # ------------------------------------------------------------------ ground truth (independent rule)
@@ -230,6 +241,12 @@ def last_required_index(sc):
 
 
 def check_monotone(sc):
+    """Every schedule is *monotone*: the ground truth "every target node has a complete pool at its
+    highest generation" becomes true exactly once, after the last event marked ``required`` (or never,
+    for ``no-driver``), and stays true. So a waiter that returned "ready" before the last required slice
+    was stored is a false ready, and detection latency = return time - store time of that slice. Checked
+    here on the schedule itself with an independent completeness rule (``truth_complete``), not the
+    module's code."""
     series = truth_series(sc)
     last = last_required_index(sc)
     for i, complete in series:

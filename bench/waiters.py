@@ -1,29 +1,13 @@
-"""The five waiters, each a child process started with its own identity (kubeconfig).
-
-  rule1        bench/rule1.sh: the shell installer's rule (every 5 s: #slices of dra.cpu >= #Nodes)
-  rule2        bench/rule2.sh: upstream CI's rule (every 1 s, at most 120 times: any ResourceSlice
-               exists; then `kubectl rollout status` of the driver's DaemonSet)
-  module       python plugins/modules/cpu_topology.py args.json, with `nodes` = the scenario's targets
-  module_pods  the same without `nodes`: targets from the driver DaemonSet's pods (the role's path)
-  playbook     ansible-playbook bench/wait_topology.yml: the role's topology tasks (no `nodes`)
-
-Return time = when the bench reaps the child (os.wait4 in a thread per child, time.time()); CPU
-seconds come from the same wait4. Peak memory does not: on Linux a process that execs keeps the
-peak RSS of the copy of its parent it was forked as, so wait4's ru_maxrss of any child of this
-(large) benchmark process is at least the benchmark's own size. Every waiter therefore runs under
-GNU time (``/usr/bin/time -f %M``, a 2 MiB C program): time forks the waiter from its own small
-image and writes the waiter's own peak RSS (the largest of its process tree: bash + kubectl for
-the rules, ansible-playbook's largest process for the playbook) to ``<wid>.rss``.
+"""The five waiters (ALL, described in LABELS), each a child process started with its own identity
+(kubeconfig): starting them, reaping them (return time, CPU seconds, peak memory) and reading their
+outcome (ready or not, the node named, the wait's stats).
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
-import sys
-import sysconfig
 import threading
 import time
 
@@ -39,6 +23,10 @@ GNU_TIME = "/usr/bin/time"
 ALL = ("rule1", "rule2", "module", "module_pods", "playbook")
 CORE = ("rule1", "rule2", "module", "playbook")   # in every pass, also in results of older runs
 OURS = ("module", "module_pods", "playbook")      # the collection's paths (goals: 0 false ready)
+# rule1: bench/rule1.sh; rule2: bench/rule2.sh (then `kubectl rollout status` of the driver's DaemonSet);
+# module: plugins/modules/cpu_topology.py args.json with `nodes` = the scenario's targets; module_pods:
+# the same without `nodes` (targets from the driver DaemonSet's pods, the role's path); playbook:
+# ansible-playbook bench/wait_topology.yml, the role's topology tasks (no `nodes`)
 LABELS = {
     "rule1": "rule 1: shell installer (5 s, count slices >= nodes)",
     "rule2": "rule 2: upstream CI (1 s x 120, any slice; then rollout status)",
@@ -124,7 +112,15 @@ class Child:
 
 
 def measured(argv, rss_path):
-    """``argv`` under GNU time, which writes the peak RSS (KiB) of argv's process tree to rss_path."""
+    """``argv`` under GNU time, which writes the peak RSS (KiB) of argv's process tree to rss_path.
+
+    Return time is when the bench reaps the child (os.wait4 in a thread per child, time.time()); CPU
+    seconds come from the same wait4. Peak memory does not: on Linux a process that execs keeps the
+    peak RSS of the copy of its parent it was forked as, so wait4's ru_maxrss of any child of this
+    (large) benchmark process is at least the benchmark's own size. GNU time (``/usr/bin/time -f %M``,
+    a 2 MiB C program) forks the waiter from its own small image and writes the waiter's own peak RSS
+    (the largest of its process tree: bash + kubectl for the rules, ansible-playbook's largest process
+    for the playbook)."""
     if not os.access(GNU_TIME, os.X_OK):
         raise RuntimeError(f"{GNU_TIME} is missing (Debian package time; make deps installs it)")
     return [GNU_TIME, "-q", "-f", "%M", "-o", rss_path, "--"] + list(argv)

@@ -1,13 +1,8 @@
 """Which chart each dra-driver-cpu chart version is, for the test cluster and the tests.
 
-Owns: the versions that are upstream's own here (UPSTREAM_CHART_VERSIONS: the Go module proxy serves
-github.com/kubernetes-sigs/dra-driver-cpu at v0.2.0 only, issue 39), where their sources are (the
-module's deployment/helm/dra-driver-cpu, upstream_chart_dir) and their packaged release (`build.sh
-upstream-chart`, upstream_chart); the fixture chart of every later version
-(tests/fixtures/charts/dra-driver-cpu/<version>, whose upstream release cannot be had here);
-chart_dir / chart_sources over both, and reading a chart's Chart.yaml or values.yaml from a
-directory or a .tgz (chart_file).
-Must not: push, render or change a chart.
+Owns: upstream's own chart versions here (UPSTREAM_CHART_VERSIONS), the fixture chart of every later
+version (tests/fixtures/charts/dra-driver-cpu/<version>), and reading a chart's Chart.yaml or
+values.yaml from a directory or a .tgz. Must not: push, render or change a chart.
 """
 import json
 import os
@@ -21,6 +16,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CHART_NAME = "dra-driver-cpu"
 FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures", "charts", CHART_NAME)
+# the Go module proxy serves github.com/kubernetes-sigs/dra-driver-cpu at v0.2.0 only (issue 39): its
+# deployment/helm/dra-driver-cpu is the chart of that version; every later version's upstream release
+# cannot be had here and is a fixture chart
 UPSTREAM_CHART_VERSIONS = ("0.2.0",)
 UPSTREAM_MODULE = "github.com/kubernetes-sigs/dra-driver-cpu"
 UPSTREAM_TOOLS = os.path.join(HERE, "tools", "dra-driver-cpu-v0.2.0")   # the module that pins v0.2.0

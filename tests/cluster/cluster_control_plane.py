@@ -1,12 +1,9 @@
-"""Bringing the test cluster's components up, in order, and the control-plane fault knobs.
+"""Bringing the test cluster's components up, in order, with every component's command line.
 
-Owns: the binaries from build.sh, a fresh state dir, the ports, and the start sequence with every
-component's command line: registry + helm mirror (charts pushed in the background), network
-namespace, etcd, PKI/tokens/kubeconfigs, kube-apiserver (audit log on request),
-kube-controller-manager, kube-scheduler, the supervised simulator; <state>/cluster.json as it
-goes and <state>/env (`env_lines`: what `up` prints); the Ready-node count; `restart-apiserver`.
-Must not: decide whether to start (the CLI in cluster.py does: idempotence, settings changes),
-nor stop the cluster (cluster.py `down`).
+Owns: the binaries from build.sh, a fresh state dir, the ports, the start sequence (registry and helm
+mirror, etcd, PKI and kubeconfigs, the control plane, the simulator, then the real nodes),
+<state>/cluster.json and <state>/env, the Ready-node count and `restart-apiserver`.
+Must not: decide whether to start (cluster.py does), nor stop the cluster (cluster.py `down`).
 """
 import json
 import shlex
@@ -70,14 +67,33 @@ def check_node_counts(settings):
 
 
 def start(settings):
-    k8s_v = settings["CLUSTER_K8S_VERSION"]
+    """Starts a fresh cluster, component after component, and prints `env_lines` (what `up` prints)."""
+    dirs, helm_v, etcd_v = binaries(settings["CLUSTER_K8S_VERSION"])
+    _fresh_state_dir()
+    info = _cluster_info(settings, dirs, helm_v, etcd_v)
+    charts = _start_registry(info, dirs)
+    # the network namespace the nodes live in (the simulated kubelets, and the real nodes with their kube-proxy)
+    info["node_cidr"], info["host_ip"] = claim_node_network()
+    etcd_url = _start_etcd(info, dirs)
+    tokens = _write_credentials(info, settings)   # while etcd starts
     gates = settings["CLUSTER_FEATURE_GATES"]
-    nodes = int(settings["CLUSTER_NODES"])
-    dirs, helm_v, etcd_v = binaries(k8s_v)
-    helm = os.path.join(dirs["helm"], "helm")
-    kbin = dirs["kubernetes"]
+    gate_args = [f"--feature-gates={gates}"] if gates else []
+    wait_for("etcd", lambda: json.loads(http_get(f"{etcd_url}/health")[1]).get("health") == "true", 20, proc="etcd")
+    log(f"etcd {etcd_v} ready on {etcd_url}")
+    _start_apiserver(info, dirs["kubernetes"], etcd_url, gate_args)
+    _start_controllers(info, dirs["kubernetes"], gate_args)
+    _start_simulator(info, settings)
+    pushed, skipped, problems = charts()
+    # real nodes (CLUSTER_REAL_NODES): after the charts' push, so the registry is known to answer
+    if node_names(settings):
+        info["components"] += start_real_nodes(info, settings, tokens)
+        _record(info)
+    _finish(info, pushed, skipped, problems)
 
-    # a fresh state dir (we only ever wipe one that we created)
+
+def _fresh_state_dir():
+    """An empty state dir with its marker and sub-directories; the last run's logs/ is dropped. Only a
+    dir that we created (it has the marker) is ever wiped."""
     if os.path.isdir(STATE) and os.listdir(STATE) and not os.path.exists(p(MARKER)):
         die(f"{STATE} exists, is not empty and is not a test cluster state dir; refusing to use it")
     if os.path.isdir(STATE):
@@ -95,56 +111,75 @@ def start(settings):
     for d in ("logs", "pids", "etcd", "kcm", "scheduler"):
         os.makedirs(p(d), exist_ok=True)
 
+
+def _cluster_info(settings, dirs, helm_v, etcd_v):
+    """What <state>/cluster.json records: settings, distinct free ports, addresses, versions, the admin
+    token and the components started so far."""
     ports = {k: free_port() for k in ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "registry", "mirror")}
     while len(set(ports.values())) != len(ports):
         ports = {k: free_port() for k in ports}
-    registry = f"127.0.0.1:{ports['registry']}"
-    info = {
-        "settings": settings, "ports": ports, "registry": registry,
+    return {
+        "settings": settings, "ports": ports, "registry": f"127.0.0.1:{ports['registry']}",
         "apiserver": f"https://127.0.0.1:{ports['apiserver']}",
         "helm_mirror": f"http://127.0.0.1:{ports['mirror']}",
-        "helm_binary": helm, "helm_version": helm_v, "etcd_version": etcd_v, "k8s_version": k8s_v,
+        "helm_binary": os.path.join(dirs["helm"], "helm"), "helm_version": helm_v, "etcd_version": etcd_v,
+        "k8s_version": settings["CLUSTER_K8S_VERSION"],
         "token": secrets.token_hex(24), "netns": netns_name(), "veth": veth_host(), "components": [],
     }
 
-    # registry + helm mirror first: independent of the control plane, charts pushed in the background
-    # with real nodes it also answers on the host end of the veth: their containerd pulls from the
-    # cluster's network namespace (cluster_real_node.py)
-    spawn("registry", ["/usr/bin/docker-registry", "serve",
-                       registry_config(ports["registry"], "0.0.0.0" if node_names(settings) else "127.0.0.1")])
-    info["components"] += ["registry", "helm-mirror"]
-    chart_result = {}
 
-    def charts():
+def _record(info):
+    write_file(p("cluster.json"), json.dumps(info, indent=1))
+
+
+def _start_registry(info, dirs):
+    """The registry, then in a thread the helm mirror and the charts' push: independent of the control
+    plane. Returns a function that waits for the push and gives (pushed, skipped, problems)."""
+    # with real nodes the registry also answers on the host end of the veth: their containerd pulls
+    # from the cluster's network namespace (cluster_real_node.py)
+    registry, ports = info["registry"], info["ports"]
+    spawn("registry", ["/usr/bin/docker-registry", "serve",
+                       registry_config(ports["registry"], "0.0.0.0" if node_names(info["settings"]) else "127.0.0.1")])
+    info["components"] += ["registry", "helm-mirror"]
+    result = {}
+
+    def push():
         try:
-            mirror_dir = helm_tarball(dirs["helm"], helm_v)
+            mirror_dir = helm_tarball(dirs["helm"], info["helm_version"])
             spawn("helm-mirror", [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
                                   "--directory", mirror_dir, str(ports["mirror"])])
             wait_for("registry", lambda: http_get(f"http://{registry}/v2/")[0] == 200, 20, proc="registry")
-            chart_result["r"] = push_charts(helm, registry)
+            result["r"] = push_charts(info["helm_binary"], registry)
         except SystemExit:
-            chart_result["r"] = ([], [], ["registry did not come up"])
+            result["r"] = ([], [], ["registry did not come up"])
         except Exception as e:  # noqa: BLE001
-            chart_result["r"] = ([], [], [f"push failed: {e}"])
-    pusher = threading.Thread(target=charts)
+            result["r"] = ([], [], [f"push failed: {e}"])
+    pusher = threading.Thread(target=push)
     pusher.start()
 
-    # the network namespace the nodes live in (the simulated kubelets, and the real nodes with their kube-proxy)
-    node_cidr, host_ip = claim_node_network()
-    info["node_cidr"], info["host_ip"] = node_cidr, host_ip
+    def joined():
+        pusher.join()
+        return result.get("r", ([], [], ["chart push did not finish"]))
+    return joined
 
-    # etcd
-    etcd_url = f"http://127.0.0.1:{ports['etcd']}"
-    peer = f"http://127.0.0.1:{ports['etcd-peer']}"
+
+def _start_etcd(info, dirs):
+    """etcd on its two ports (no fsync: a test cluster's data is thrown away); returns its client URL."""
+    etcd_url = f"http://127.0.0.1:{info['ports']['etcd']}"
+    peer = f"http://127.0.0.1:{info['ports']['etcd-peer']}"
     spawn("etcd", [os.path.join(dirs["etcd"], "etcd"), "--name", "default", "--data-dir", p("etcd"),
                    "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                    "--initial-cluster", f"default={peer}", "--initial-cluster-state", "new",
                    "--unsafe-no-fsync", "--log-level", "warn"])
     info["components"].append("etcd")
+    return etcd_url
 
-    # PKI, tokens, kubeconfigs (while etcd starts)
-    gen_pki(extra_sans=[host_ip])
+
+def _write_credentials(info, settings):
+    """PKI, tokens.csv (admin, the controllers, the real nodes), the kubeconfigs and the scheduler's
+    configuration; returns the tokens by user."""
+    gen_pki(extra_sans=[info["host_ip"]])
     tokens = {"admin": info["token"], "kcm": secrets.token_hex(24), "scheduler": secrets.token_hex(24)}
     write_file(p("pki", "tokens.csv"),
                f'{tokens["admin"]},admin,admin-uid,"system:masters"\n'
@@ -159,11 +194,23 @@ def start(settings):
         "clientConnection": {"kubeconfig": p("scheduler.kubeconfig"), "qps": 200, "burst": 400},
         "leaderElection": {"leaderElect": False},
     }, sort_keys=False))
-    gate_args = [f"--feature-gates={gates}"] if gates else []
-    wait_for("etcd", lambda: json.loads(http_get(f"{etcd_url}/health")[1]).get("health") == "true", 20, proc="etcd")
-    log(f"etcd {etcd_v} ready on {etcd_url}")
+    return tokens
 
-    # kube-apiserver
+
+def _api_ok(info, path="/readyz"):
+    return http_get(f"{info['apiserver']}{path}", token=info["token"], cafile=p("pki", "ca.crt"))[0] == 200
+
+
+def _api_has(info, path):
+    try:
+        return _api_ok(info, path)
+    except urllib.error.HTTPError:
+        return False
+
+
+def _start_apiserver(info, kbin, etcd_url, gate_args):
+    """kube-apiserver, recorded in cluster.json at once (so `down` works even if we fail below), until
+    /healthz answers."""
     pki = p("pki")
     spawn("kube-apiserver", [
         os.path.join(kbin, "kube-apiserver"),
@@ -171,8 +218,9 @@ def start(settings):
         # with real nodes it also answers at its advertised address (the host end of the veth): where
         # the real nodes' kubelets dial it from the network namespace, and the `kubernetes` Service's
         # endpoint, where their kube-proxy sends in-cluster clients (cluster_kube_proxy.py)
-        f"--bind-address={'0.0.0.0' if node_names(settings) else '127.0.0.1'}", f"--secure-port={ports['apiserver']}",
-        f"--advertise-address={host_ip}",
+        f"--bind-address={'0.0.0.0' if node_names(info['settings']) else '127.0.0.1'}",
+        f"--secure-port={info['ports']['apiserver']}",
+        f"--advertise-address={info['host_ip']}",
         f"--tls-cert-file={pki}/apiserver.crt", f"--tls-private-key-file={pki}/apiserver.key",
         f"--client-ca-file={pki}/ca.crt", f"--token-auth-file={pki}/tokens.csv",
         "--authorization-mode=Node,RBAC", "--anonymous-auth=true",
@@ -189,18 +237,19 @@ def start(settings):
         "--profiling=false", "--v=1",
     ] + gate_args + audit_args())
     info["components"].append("kube-apiserver")
-    write_file(p("cluster.json"), json.dumps(info, indent=1))   # so `down` works even if we fail below
-
-    def api_ok(path="/readyz"):
-        return http_get(f"{info['apiserver']}{path}", token=tokens["admin"], cafile=p("pki", "ca.crt"))[0] == 200
-    wait_for("kube-apiserver /healthz", lambda: api_ok("/healthz"), 60, proc="kube-apiserver")
+    _record(info)
+    wait_for("kube-apiserver /healthz", lambda: _api_ok(info, "/healthz"), 60, proc="kube-apiserver")
     log("kube-apiserver healthy; starting kube-controller-manager and kube-scheduler")
 
-    # controller manager + scheduler
+
+def _start_controllers(info, kbin, gate_args):
+    """kube-controller-manager and kube-scheduler, until the API server is ready and the controllers
+    made the default namespace and its service account."""
+    pki = p("pki")
     spawn("kube-controller-manager", [
         os.path.join(kbin, "kube-controller-manager"),
         f"--kubeconfig={p('kcm.kubeconfig')}",
-        "--bind-address=127.0.0.1", f"--secure-port={ports['kcm']}", f"--cert-dir={p('kcm')}",
+        "--bind-address=127.0.0.1", f"--secure-port={info['ports']['kcm']}", f"--cert-dir={p('kcm')}",
         f"--service-account-private-key-file={pki}/sa.key", f"--root-ca-file={pki}/ca.crt",
         f"--cluster-signing-cert-file={pki}/ca.crt", f"--cluster-signing-key-file={pki}/ca.key",
         "--controllers=*", "--use-service-account-credentials=true", "--leader-elect=false",
@@ -209,62 +258,60 @@ def start(settings):
     ] + gate_args)
     spawn("kube-scheduler", [
         os.path.join(kbin, "kube-scheduler"), f"--config={p('scheduler.yaml')}",
-        "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}", f"--cert-dir={p('scheduler')}",
+        "--bind-address=127.0.0.1", f"--secure-port={info['ports']['scheduler']}", f"--cert-dir={p('scheduler')}",
         "--v=1",
     ] + gate_args)
     info["components"] += ["kube-controller-manager", "kube-scheduler"]
-    write_file(p("cluster.json"), json.dumps(info, indent=1))
-    wait_for("kube-apiserver /readyz", api_ok, 60, proc="kube-apiserver")
+    _record(info)
+    wait_for("kube-apiserver /readyz", lambda: _api_ok(info), 60, proc="kube-apiserver")
     log("kube-apiserver ready")
-
-    def has(path):
-        try:
-            return http_get(f"{info['apiserver']}{path}", token=tokens["admin"], cafile=p("pki", "ca.crt"))[0] == 200
-        except urllib.error.HTTPError:
-            return False
-    wait_for("the default namespace", lambda: has("/api/v1/namespaces/default"), 30, proc="kube-apiserver")
-    wait_for("the default service account", lambda: has("/api/v1/namespaces/default/serviceaccounts/default"),
+    wait_for("the default namespace", lambda: _api_has(info, "/api/v1/namespaces/default"), 30, proc="kube-apiserver")
+    wait_for("the default service account",
+             lambda: _api_has(info, "/api/v1/namespaces/default/serviceaccounts/default"),
              60, proc="kube-controller-manager")
-    log(f"control plane ready: {info['apiserver']} (Kubernetes {k8s_v}, etcd {etcd_v})")
+    log(f"control plane ready: {info['apiserver']} (Kubernetes {info['k8s_version']}, etcd {info['etcd_version']})")
 
-    # simulator (none for a cluster of real nodes only)
+
+def _start_simulator(info, settings):
+    """The supervised simulator of CLUSTER_NODES nodes (none for a cluster of real nodes only), until
+    they are Ready."""
+    nodes = int(settings["CLUSTER_NODES"])
     if not nodes:
         log("no simulated nodes (CLUSTER_NODES=0)")
-    elif os.path.exists(SIM_MAIN):
-        env = dict(os.environ)
-        env.update(settings)
-        if settings.get("CLUSTER_SIMULATE_DRIVER", "true").lower() in ("true", "1", "yes"):
-            env["CLUSTER_DRIVER_DIR"] = driver_binaries()   # its `dracpu publish` plays the nodes' drivers
-        env.update({"KUBECONFIG": p("kubeconfig"), "CLUSTER_STATE_DIR": STATE, "CLUSTER_NETNS": netns_name(),
-                    "CLUSTER_NETNS_IFACE": VETH_NS, "CLUSTER_NODE_CIDR": node_cidr, "CLUSTER_HOST_IP": host_ip,
-                    "CLUSTER_CA_CERT": p("pki", "ca.crt"), "CLUSTER_CA_KEY": p("pki", "ca.key"),
-                    "PYTHONPATH": REPO + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
-                    "PYTHONUNBUFFERED": "1"})
-        spawn("sim", [sys.executable, CLUSTER_PY, "_supervise", "sim", "--",
-                      sys.executable, SIM_MAIN], env=env, cwd=REPO)
-        info["components"].append("sim")
-        write_file(p("cluster.json"), json.dumps(info, indent=1))
-        timeout = float(os.environ.get("CLUSTER_UP_TIMEOUT") or (120 + 0.3 * nodes))
-        wait_for(f"{nodes} Ready node(s)", lambda: ready_nodes(info) >= nodes, timeout, interval=0.5, proc="sim")
-        log(f"{nodes} simulated node(s) Ready")
-    else:
+        return
+    if not os.path.exists(SIM_MAIN):
         log(f"WARNING: {SIM_MAIN} does not exist yet: no simulated nodes")
+        return
+    env = dict(os.environ)
+    env.update(settings)
+    if settings.get("CLUSTER_SIMULATE_DRIVER", "true").lower() in ("true", "1", "yes"):
+        env["CLUSTER_DRIVER_DIR"] = driver_binaries()   # its `dracpu publish` plays the nodes' drivers
+    env.update({"KUBECONFIG": p("kubeconfig"), "CLUSTER_STATE_DIR": STATE, "CLUSTER_NETNS": netns_name(),
+                "CLUSTER_NETNS_IFACE": VETH_NS, "CLUSTER_NODE_CIDR": info["node_cidr"],
+                "CLUSTER_HOST_IP": info["host_ip"],
+                "CLUSTER_CA_CERT": p("pki", "ca.crt"), "CLUSTER_CA_KEY": p("pki", "ca.key"),
+                "PYTHONPATH": REPO + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
+                "PYTHONUNBUFFERED": "1"})
+    spawn("sim", [sys.executable, CLUSTER_PY, "_supervise", "sim", "--",
+                  sys.executable, SIM_MAIN], env=env, cwd=REPO)
+    info["components"].append("sim")
+    _record(info)
+    timeout = float(os.environ.get("CLUSTER_UP_TIMEOUT") or (120 + 0.3 * nodes))
+    wait_for(f"{nodes} Ready node(s)", lambda: ready_nodes(info) >= nodes, timeout, interval=0.5, proc="sim")
+    log(f"{nodes} simulated node(s) Ready")
 
-    pusher.join()
-    # real nodes (CLUSTER_REAL_NODES): after the charts' push, so the registry is known to answer
-    if node_names(settings):
-        info["components"] += start_real_nodes(info, settings, tokens)
-        write_file(p("cluster.json"), json.dumps(info, indent=1))
-    pushed, skipped, problems = chart_result.get("r", ([], [], ["chart push did not finish"]))
+
+def _finish(info, pushed, skipped, problems):
+    """The charts' outcome, the final cluster.json, <state>/env, and what `up` prints."""
     wait_for("helm mirror", lambda: http_get(f"{info['helm_mirror']}/")[0] == 200, 20, proc="helm-mirror")
     info["chart_versions"] = sorted(pushed + skipped)
     for pr in problems:
         log(f"WARNING: chart {pr}")
-    log(f"charts in {registry}: pushed {pushed or 'none'}, already there {skipped or 'none'}")
-    write_file(p("cluster.json"), json.dumps(info, indent=1))
+    log(f"charts in {info['registry']}: pushed {pushed or 'none'}, already there {skipped or 'none'}")
+    _record(info)
     write_file(p("env"), env_lines(info))
-    log(f"up in {time.monotonic() - T0:.1f}s; chart oci://{registry}/{CHART_REPO}/{CHART_NAME}, "
-        f"registry {registry}; `source {p('env')}`")
+    log(f"up in {time.monotonic() - T0:.1f}s; chart oci://{info['registry']}/{CHART_REPO}/{CHART_NAME}, "
+        f"registry {info['registry']}; `source {p('env')}`")
     sys.stdout.write(env_lines(info))
 
 

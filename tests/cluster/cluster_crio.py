@@ -4,7 +4,7 @@ Owns: whether CRI-O nodes can start here (Debian's conmon present), the node's r
 (every MIRRORED registry name pulls from the cluster's registry, as containerd's hosts files do) and
 its crio.conf (private storage and state under the node's directory, NRI and CDI on as kubevirtci's
 CRI-O has them, runc through the CPU-mapping wrapper with conmon, cgroupfs).
-Must not: start or stop anything, or write files (cluster_real_node.py writes what these return).
+Must not: start or stop anything, or write files (cluster_real_node_config.py writes what these return).
 """
 import os
 
@@ -44,7 +44,7 @@ def crio_conf(nd, dirs, cluster_id):
     CDI spec dirs /etc/cdi and /var/run/cdi), runc through the CPU-mapping wrapper with Debian's
     conmon, cgroupfs as the kubelet, the sandbox image pinned, nothing read from /etc/crio or
     /etc/containers (CRI-O makes every directory it is given that is missing: each is the node's)."""
-    return f"""# written by tests/cluster/cluster_real_node.py (tests/cluster/cluster_crio.py)
+    return f"""# written by tests/cluster/cluster_real_node_config.py (tests/cluster/cluster_crio.py)
 [crio]
 root = "{nd}/crio/storage"
 runroot = "/run/crio/storage"

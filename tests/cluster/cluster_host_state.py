@@ -1,13 +1,7 @@
 """What the real nodes change on the host itself, shared by every state dir that runs them.
 
-Owns: the fixed paths that collide between node pairs (FIXED: each node bind-mounts its own
-directory over them in its mount namespace) and the mount points made for those missing on the
-host; the host-wide sysctls the kubelet writes (setupKernelTunables; ip_forward too, which the CNI
-bridge plugin writes in the namespace it runs in, the host's before the nodes had their own
-network namespace); /run/dracpu-real-nodes.json, which records them as they were before the first
-state dir's nodes started and which state dirs run real nodes now. The last state dir out restores
-the sysctls and removes the mount points (a state dir whose real-nodes.json is gone no longer
-counts).
+Owns: the fixed paths that collide between node pairs (FIXED) and the mount points made for them, the
+host-wide sysctls the kubelet writes, and /run/dracpu-real-nodes.json (host_state).
 Must not: start or stop anything.
 """
 import fcntl
@@ -22,9 +16,11 @@ from cluster_state import CACHE, STATE, read_json, write_file
 FIXED = ["/var/lib/kubelet", "/run/containerd", "/run/netns", "/var/lib/cni", "/run/nri", "/run/cdi",
          "/var/log/pods", "/var/log/containers", "/run/crio"]
 HOST_STATE = "/run/dracpu-real-nodes.json"   # shared by all state dirs
+# the host-wide sysctls the kubelet writes (setupKernelTunables); ip_forward too, which the CNI bridge
+# plugin writes in the namespace it runs in (the host's before the nodes had their own network namespace)
 SYSCTLS = ["net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
            "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
-# raised while real nodes run (the module docstring): kind's recommended values, far above what
+# raised while real nodes run: kind's recommended values, far above what
 # both lanes of `make test` use at once (about 200 instances at the peak)
 FLOORS = {"fs/inotify/max_user_instances": 8192, "fs/inotify/max_user_watches": 524288}
 PROC_SYS = "/proc/sys/"

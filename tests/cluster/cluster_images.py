@@ -1,24 +1,8 @@
-"""Images the real nodes pull, pushed to the local registry: upstream's own where it can be had, else
-built from the project's own sources.
+"""Images the real nodes pull, pushed to the local registry under the names the charts use by default.
 
-Owns: the pause image (registry.k8s.io/pause:<tag> through the mirror), the busybox image verify's test
-pod runs by default (BUSYBOX_IMAGE, Kubernetes' own e2e busybox name: k8s.io/kubernetes
-test/utils/image/manifest.go, BusyBox = registry.k8s.io/e2e-test-images/busybox:1.37.0-1; built here from
-Debian's busybox-static, /bin/busybox and a symlink per applet) and the driver images, under every name
-the registry's charts use by default (read from their values.yaml and Chart.yaml), so unmodified charts
-pull them through containerd's mirror:
-  registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0 (and :v0.2.0)            -> chart 0.3.0's default
-  us-central1-docker.pkg.dev/k8s-staging-images/dra-driver-cpu/dra-driver-cpu:v0.2.0 -> chart 0.2.0's default
-A mirror request keeps the repository path and drops the registry host (`?ns=<host>`), so each is
-pushed as <registry>/<path>:<tag>. A v0.2.0 name is upstream's own v0.2.0 binary as its Dockerfile lays
-it out (/dracpu, /dracpu-gatherinfo, CMD /dracpu); any other is the project's driver
-(tests/cluster/driver, a real kubelet plugin standing in for upstream main): one layer with one file,
-/dracpu, no entrypoint (the charts' args start with /dracpu), and two environment variables:
-DRACPU_FLAVOR (main: which release's flags and config the driver accepts) and HOST_ROOT (where the
-driver reads the node's fake sysfs, inside the kubelet plugins directory every chart mounts;
-cluster_node_hw.py). Upstream's image sets no HOST_ROOT; the node's runc wrapper shows its container
-the node's sysfs instead (cluster_node_hw.runc_cpu_args).
-Must not: build binaries (build.sh) or touch the nodes.
+Owns: the pause image, the busybox of verify's test pod, the driver images (upstream's own v0.2.0
+where it can be had, else the project's driver), upstream's e2e test image and the project's image
+for upstream's e2e suite. Must not: build binaries (build.sh) or touch the nodes.
 """
 import os
 import sys
@@ -34,8 +18,9 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 # the same image under the role's default dra_cpu_verify_image (playbooks/verify.yml's test pod)
 PAUSE_TAGS = ["3.10.1", "3.10"]
 HOST_ROOT = "/var/lib/kubelet/plugins/dracpu-host"
-# the role's default dra_cpu_verify_image (roles/dra_cpu/defaults/main.yml); the binary from Debian's
-# busybox-static (hack/setup.sh installs it)
+# the role's default dra_cpu_verify_image (roles/dra_cpu/defaults/main.yml), Kubernetes' own e2e busybox
+# name (k8s.io/kubernetes test/utils/image/manifest.go, BusyBox); the binary from Debian's
+# busybox-static (hack/setup.sh installs it), /bin/busybox and a symlink per applet
 BUSYBOX_IMAGE = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 BUSYBOX_BINARY = "/bin/busybox"
 # besides each chart's default (driver_images): the 0.2.0 release under its final name, for a 0.3.0
@@ -48,7 +33,11 @@ def driver_images(sources=None):
     values.yaml (image.repository, image.tag, else Chart.yaml's appVersion), then EXTRA_DRIVER_IMAGES:
     the charts say which names the nodes pull, not a list kept by hand. The flavour (which release's
     flags and config.yaml the driver accepts) is the simulator's rule by image tag,
-    sim_driver_pod.image_flavor."""
+    sim_driver_pod.image_flavor. For example chart 0.3.0's default is
+    registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v0.3.0, chart 0.2.0's
+    us-central1-docker.pkg.dev/k8s-staging-images/dra-driver-cpu/dra-driver-cpu:v0.2.0. A mirror request
+    keeps the repository path and drops the registry host (`?ns=<host>`), so each is pushed as
+    <registry>/<path>:<tag>."""
     images = []
     for source in (sources if sources is not None else chart_sources()).values():
         chart = chart_file(source, "Chart.yaml")
@@ -131,7 +120,10 @@ def push_driver(dirs, registry):
     name is upstream's own v0.2.0 (build.sh real-node's `upstream` directory), laid out as its
     Dockerfile lays it out (/dracpu and /dracpu-gatherinfo, CMD /dracpu, no HOST_ROOT: the node's
     runc wrapper shows it the node's sysfs, cluster_node_hw.runc_cpu_args); every other name is the
-    project's driver (main: upstream main's releases cannot be had here), HOST_ROOT set."""
+    project's driver (main: upstream main's releases cannot be had here): one layer with one file,
+    /dracpu, no entrypoint (the charts' args start with /dracpu), DRACPU_FLAVOR (which release's flags
+    and config the driver accepts) and HOST_ROOT (where it reads the node's fake sysfs, inside the
+    kubelet plugins directory every chart mounts; cluster_node_hw.py)."""
     crane = os.path.join(dirs["crane"], "crane")
     project = _one_file_layer(os.path.join(dirs["driver"], "dracpu"), "dracpu", p("real-nodes", "driver-layer.tar"))
     upstream = upstream_driver_layer(dirs["upstream"], p("real-nodes", "upstream-driver-layer.tar"))

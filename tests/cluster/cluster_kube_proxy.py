@@ -1,17 +1,7 @@
 """The real nodes' kube-proxy: the `kubernetes` Service (10.96.0.1:443) for in-cluster clients.
 
-A driver pod on a real node has no kubeconfig: client-go's in-cluster config dials the Service's
-ClusterIP, and nothing answers there without a kube-proxy. The real nodes share the cluster's
-network namespace (cluster_netns.py; their hostNetwork pods too), so one real kube-proxy
-(k8s.io/kubernetes/cmd/kube-proxy, same version as the kubelet, iptables mode on Debian's iptables
-with the nf_tables backend) runs there, the way kind runs one per node's network namespace, and
-serves all of them: it DNATs the ClusterIP to the API server's advertised endpoint (the host end of
-the cluster's veth; the API server listens on every address when real nodes run,
-cluster_control_plane.py). Its rules live in the namespace's own tables: the host's iptables are
-never touched, two clusters with real nodes run side by side, and `down` (which deletes the
-namespace) leaves no rule behind.
-Owns: <state>/kube-proxy.yaml and kube-proxy.kubeconfig, the process `kube-proxy`.
-Must not: run outside the cluster's network namespace.
+Owns: <state>/kube-proxy.yaml and kube-proxy.kubeconfig, the process `kube-proxy`, in the cluster's
+network namespace (its rules in the namespace's own tables). Must not: run outside that namespace.
 """
 import os
 import time
@@ -26,7 +16,17 @@ from cluster_state import free_port, http_get, log, netns_name, p, run, write_fi
 
 def start_kube_proxy(dirs, info, node, ns_ip):
     """Starts kube-proxy in the network namespace (node: the one it names itself after; ns_ip: the
-    namespace's end of the veth, where the host reads its /healthz); returns its name."""
+    namespace's end of the veth, where the host reads its /healthz); returns its name.
+
+    A driver pod on a real node has no kubeconfig: client-go's in-cluster config dials the Service's
+    ClusterIP, and nothing answers there without a kube-proxy. The real nodes share the cluster's
+    network namespace (cluster_netns.py; their hostNetwork pods too), so one real kube-proxy
+    (k8s.io/kubernetes/cmd/kube-proxy, same version as the kubelet, iptables mode on Debian's iptables
+    with the nf_tables backend) runs there, the way kind runs one per node's network namespace, and
+    serves all of them: it DNATs the ClusterIP to the API server's advertised endpoint (the host end of
+    the cluster's veth; the API server listens on every address when real nodes run). Its rules live in
+    the namespace's own tables: the host's iptables are never touched, two clusters with real nodes run
+    side by side, and `down` (which deletes the namespace) leaves no rule behind."""
     health = free_port()
     write_file(p("kube-proxy.kubeconfig"), kubeconfig(api_from_netns(info), info["token"], "admin"), 0o600)
     write_file(p("kube-proxy.yaml"), yaml.safe_dump({

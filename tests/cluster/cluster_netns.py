@@ -1,13 +1,9 @@
 """The network namespace and veth pair the nodes live in: the simulated kubelets listen there, the
 real nodes (kubelet, containerd, their pods, kube-proxy) run there.
 
-Owns: choosing the node CIDR (first free 10.N.0.0/16 unless CLUSTER_NODE_CIDR), creating the
-namespace dracpu-<hash> with the veth pair (host end <host>/prefix, namespace end eth0), telling
-whether they exist, running a command inside, and removing them (killing whatever still runs inside). Choosing and taking a
-range is one step under a host-wide flock (/run/dracpu-node-cidr.lock), so clusters that start at
-the same moment (`make test` runs its stages in two lanes) never pick the same range.
-Must not: add per-node addresses (the simulator does, inside the namespace), nor stop cluster
-processes other than those inside the namespace.
+Owns: choosing the node CIDR, creating the namespace dracpu-<hash> with its veth pair, telling whether
+they exist, running a command inside, and removing them (killing whatever still runs inside).
+Must not: add per-node addresses, nor stop cluster processes other than those inside the namespace.
 """
 import contextlib
 import fcntl
@@ -20,6 +16,7 @@ from cluster_state import VETH_NS, die, log, netns_name, run, veth_host
 
 
 def pick_node_cidr():
+    """CLUSTER_NODE_CIDR, else the first 10.N.0.0/16 (N from 213 to 249) no host address is in."""
     want = os.environ.get("CLUSTER_NODE_CIDR")
     used = run(["ip", "-o", "-4", "addr", "show"]).stdout
     used_nets = []
@@ -36,6 +33,8 @@ def pick_node_cidr():
     die("no free 10.213-249.0.0/16 range for the node network; set CLUSTER_NODE_CIDR")
 
 
+# choosing and taking a range is one step under this host-wide flock, so clusters that start at the
+# same moment (`make test` runs its stages in two lanes) never pick the same range
 CIDR_LOCK = "/run/dracpu-node-cidr.lock"
 
 

@@ -1,20 +1,7 @@
 """Fault injection on a running real node (cluster.py stop-kubelet / start-kubelet, registry-off / registry-on).
 
-Owns: finding a real node's kubelet process (in the node's mount namespace, recorded in
-<state>/real-nodes.json, with `--hostname-override=<name>` on its command line) and freezing or
-resuming it with SIGSTOP / SIGCONT. A frozen kubelet keeps its process, its sockets and everything
-it started (containerd, shims, pods, the driver): the node only stops answering (node status and
-lease renewals, `/configz` through the API server's node proxy, plugin registration), the way a
-hung or partitioned kubelet looks to the control plane. The node lifecycle controller marks it
-`Ready=Unknown` (`NodeStatusUnknown`) and taints it `node.kubernetes.io/unreachable` once
-kube-controller-manager's --node-monitor-grace-period (default, 40 s here) has passed.
-A SIGKILL would not do: run.sh then stops containerd and the whole node exits.
-registry-off cuts one node off from the cluster's registry the way a node behind a broken mirror or
-network is: its containerd's hosts files (certs.d, which containerd reads at each pull) point every
-image name at a closed port, and the images it pulled (every name but the sandbox image's) leave its
-store (`ctr images rm`, in the node's mount namespace), so the next pod of such an image on that node
-really fails to pull (ErrImagePull, then the kubelet's ImagePullBackOff) while its running
-containers and the other nodes go on. registry-on writes the hosts files back as the node started.
+Owns: finding a real node's kubelet process, freezing or resuming it (SIGSTOP / SIGCONT), and cutting the
+node off from the cluster's registry or giving it back.
 Must not: touch another node, another state dir, or any process outside the node's mount namespace.
 """
 import os
@@ -22,14 +9,14 @@ import signal
 
 from cluster_images import PAUSE_IMAGE
 from cluster_processes import marked
-from cluster_real_node import mirror_hosts
+from cluster_real_node_config import mirror_hosts
 from cluster_state import die, log, p, read_json, run, write_file
 
 CLOSED = "127.0.0.1:1"   # nothing listens there in the cluster's network namespace: a pull is refused at once
 
 
 def real_node(name):
-    """Node `name`'s record in <state>/real-nodes.json (cluster_real_node.node_config), or exit 2."""
+    """Node `name`'s record in <state>/real-nodes.json (cluster_real_node_config.node_config), or exit 2."""
     state = read_json(p("real-nodes.json")) or {}
     node = (state.get("nodes") or {}).get(name)
     if not node:
@@ -39,7 +26,8 @@ def real_node(name):
 
 
 def kubelet_pids(name):
-    """Pids of node `name`'s kubelet (normally one)."""
+    """Pids of node `name`'s kubelet (normally one): in the node's mount namespace, recorded in
+    <state>/real-nodes.json, with `--hostname-override=<name>` on its command line."""
     node = real_node(name)
     if not node.get("mntns"):
         die(f"real node {name}: its mount namespace was not recorded; cannot find its kubelet")
@@ -61,7 +49,15 @@ def kubelet_pids(name):
 
 
 def cmd_kubelet_signal(name, stop):
-    """stop: SIGSTOP node `name`'s kubelet; else SIGCONT. Prints the pid(s)."""
+    """stop: SIGSTOP node `name`'s kubelet; else SIGCONT. Prints the pid(s).
+
+    A frozen kubelet keeps its process, its sockets and everything it started (containerd, shims, pods,
+    the driver): the node only stops answering (node status and lease renewals, `/configz` through the
+    API server's node proxy, plugin registration), the way a hung or partitioned kubelet looks to the
+    control plane. The node lifecycle controller marks it `Ready=Unknown` (`NodeStatusUnknown`) and
+    taints it `node.kubernetes.io/unreachable` once kube-controller-manager's
+    --node-monitor-grace-period (default, 40 s here) has passed. A SIGKILL would not do: run.sh then
+    stops containerd and the whole node exits."""
     pids = kubelet_pids(name)
     if not pids:
         die(f"real node {name}: no kubelet process found (is the node running? `cluster.py status`)")
@@ -91,7 +87,14 @@ def hosts_files(registry, reachable):
 
 
 def cmd_registry(name, reachable):
-    """registry-on / registry-off NODE (the module docstring). Prints the image names removed."""
+    """registry-on / registry-off NODE. Prints the image names removed.
+
+    Off cuts one node off the way a node behind a broken mirror or network is: its containerd's hosts
+    files (certs.d, read at each pull) point every image name at a closed port, and the images it
+    pulled (every name but the sandbox image's) leave its store (`ctr images rm`, in the node's mount
+    namespace), so the next pod of such an image on that node really fails to pull (ErrImagePull, then
+    the kubelet's ImagePullBackOff) while its running containers and the other nodes go on. On writes
+    the hosts files back as the node started."""
     node = real_node(name)
     if "registry" not in node:
         die(f"real node {name}: started by an older cluster.py (no registry recorded); run `cluster.py up` again")

@@ -1,11 +1,9 @@
 """The OCI registry, the charts pushed into it, and the helm tarball mirror.
 
-Owns: the docker-registry config (storage in <cache>/registry), helm's private config/cache dirs
-under <state>/helm, `helm push` of every chart version chart_sources.py names (upstream's own 0.2.0 as
-its release packages it, a fixture through `helm package`; skipped when the registry already holds the same sources and digest, recorded in
-<cache>/registry-pushed), and the official-layout helm tarball + .sha256sum in <cache>/helm-mirror.
-Must not: start the registry or the mirror process (cluster_control_plane.py does, through
-cluster_processes.py), nor change the fixture charts.
+Owns: the docker-registry config (storage in <cache>/registry), helm's private dirs under <state>/helm,
+`helm push` of every chart version chart_sources.py names (skipped when the registry already holds the
+same sources, recorded in <cache>/registry-pushed), and the helm tarball + .sha256sum in <cache>/helm-mirror.
+Must not: start the registry or the mirror (cluster_control_plane.py does), nor change the fixture charts.
 """
 import hashlib
 import json
@@ -60,7 +58,8 @@ def manifest_digest(registry, version):
 
 
 def push_charts(helm, registry):
-    """helm push every chart version of chart_sources() (skipped when the registry has it)."""
+    """helm push every chart version of chart_sources() (skipped when the registry has it): upstream's own
+    0.2.0 as its release packages it, a fixture through `helm package`."""
     pushed, skipped, problems = [], [], []
     try:
         sources = chart_sources()

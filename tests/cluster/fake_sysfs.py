@@ -1,21 +1,7 @@
 """A fake CPU/NUMA sysfs tree and /proc/cpuinfo for a simulated topology (pure Python, stdlib only).
 
-Owns: write_tree(root, topo, smt_control, memory_kib), which lays out
-  root/sys/devices/system/cpu/   online, possible, present, offline, kernel_max, smt/{control,active}
-                                 (unless smt_control is ""), and per CPU N: online (N > 0),
-                                 nodeM -> ../../node/nodeM, topology/{core_id, physical_package_id,
-                                 die_id, cluster_id, thread_siblings(_list), core_cpus(_list),
-                                 core_siblings(_list), package_cpus(_list), die_cpus(_list)},
-                                 cache/index{0..3}/{level, type, id, size, shared_cpu_list, shared_cpu_map}
-  root/sys/devices/system/node/  online, possible, has_cpu, has_memory, has_normal_memory, and per cell
-                                 M: cpulist, cpumap, distance, meminfo, hugepages/..., cpuN -> ../../cpu/cpuN
-formatted as Linux formats them (cpulists "0-5,8", hex masks in comma-separated 32-bit groups
-padded to the CPU count), so that both the test driver (reading $HOST_ROOT/sys as upstream
-dra-driver-cpu pkg/cpuinfo does) and a real kubelet's cAdvisor (node*/cpu*, topology/core_id,
-physical_package_id, cache/index*/{level,type,size,shared_cpu_map}, node meminfo, hugepages) see the
-topology; and cpuinfo(topo, real_cpuinfo_text), a /proc/cpuinfo with one block per fake CPU.
-topo is tests/cluster/sim/sim_topology.build_topology(...) output (CPU numbering documented there):
-cluster_id and the L1/L2 cache ids are the global core index, the L3 id is the socket.
+Owns: write_tree (root/sys/devices/system/{cpu,node} as Linux formats them, read by the test driver
+and a real kubelet's cAdvisor) and cpuinfo (one /proc/cpuinfo block per fake CPU).
 Must not: decide the topology (sim_topology.py) nor mount anything (cluster_node_hw.py does).
 """
 from __future__ import annotations
@@ -75,6 +61,20 @@ def _symlink(target: str, path: str) -> None:
     os.symlink(target, path)
 
 
+# write_tree's layout under root/sys/devices/system:
+#   cpu/   online, possible, present, offline, kernel_max, smt/{control,active} (unless smt_control
+#          is ""), and per CPU N: online (N > 0), nodeM -> ../../node/nodeM, topology/{core_id,
+#          physical_package_id, die_id, cluster_id, thread_siblings(_list), core_cpus(_list),
+#          core_siblings(_list), package_cpus(_list), die_cpus(_list)},
+#          cache/index{0..3}/{level, type, id, size, shared_cpu_list, shared_cpu_map}
+#   node/  online, possible, has_cpu, has_memory, has_normal_memory, and per cell M: cpulist,
+#          cpumap, distance, meminfo, hugepages/..., cpuN -> ../../cpu/cpuN
+# formatted as Linux formats them (cpulists "0-5,8", hex masks in comma-separated 32-bit groups
+# padded to the CPU count), so that both the test driver (reading $HOST_ROOT/sys as upstream
+# dra-driver-cpu pkg/cpuinfo does) and a real kubelet's cAdvisor (node*/cpu*, topology/core_id,
+# physical_package_id, cache/index*/{level,type,size,shared_cpu_map}, node meminfo, hugepages) see
+# the topology. topo is sim_topology.build_topology(...) output (CPU numbering documented there):
+# cluster_id and the L1/L2 cache ids are the global core index, the L3 id is the socket.
 def write_tree(root: str, topo, smt_control: str | None = None, memory_kib: int = 4 * 1024 * 1024) -> str:
     """Lay out root/sys/devices/system/{cpu,node}; returns root/sys. An existing tree is replaced.
 

@@ -11,7 +11,7 @@ tree the kubelet and the driver read.
   container runtime that cannot be built here (containerd 1.7 reports `containerd://1.7.27`, a
   CRI-O older than 1.30 `cri-o://1.29.9`; the real nodes run containerd 2.4.2 or CRI-O 1.36.3, the
   latter in test_real_crio.py). The chart's tolerations are widened to the real node's NoExecute
-  taint (cluster_real_node.TAINT) so the driver would run on all and preflight checks all.
+  taint (cluster_real_node_config.TAINT) so the driver would run on all and preflight checks all.
 - 'k8s-1.35*': a 1.35.4 control plane and a real 1.35.4 kubelet (the kubelet may not be newer than
   the API server: Kubernetes' version skew policy), so the real 1.35 scheduler and kubelet
   allocate and prepare the claim.

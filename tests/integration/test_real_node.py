@@ -97,7 +97,7 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
                  timeout=90)
         hostnet = core.read_namespaced_pod("real-hostnet", "default")
         bridge = core.read_namespaced_pod("real-bridge", "default")
-        # the node's address in the cluster's network namespace (cluster_real_node.node_ip)
+        # the node's address in the cluster's network namespace (cluster_real_node_config.node_ip)
         node_cidr = ipaddress.ip_network(c.env["CLUSTER_NODE_CIDR"])
         assert node.status.addresses[0].address == str(node_cidr.network_address + 249 * 256 + 1) == node_state["ip"]
         assert hostnet.status.pod_ip == node.status.addresses[0].address
@@ -111,7 +111,7 @@ def test_real_node_runs_pods_and_down_leaves_nothing(cluster_factory):
         assert veths, "the bridge pod has no veth on the node's bridge"
         with open(os.path.join(c.state_dir, "pids", f"real-{NODE}.json")) as f:
             pids = [json.load(f)["pid"]]
-        cg = f"dracpu-{hashlib.sha256(c.state_dir.encode()).hexdigest()[:8]}-{NODE}"   # cluster_real_node
+        cg = f"dracpu-{hashlib.sha256(c.state_dir.encode()).hexdigest()[:8]}-{NODE}"   # cluster_real_node_config
         cgroups = glob.glob(f"/sys/fs/cgroup/*/{cg}")
         assert cgroups and os.path.isdir(f"/sys/fs/cgroup/memory/{cg}/kubepods")
         # the real kube-proxy serves the kubernetes Service for in-cluster clients on the real

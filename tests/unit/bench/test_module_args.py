@@ -11,7 +11,7 @@ import types
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 
-import run  # noqa: E402  pylint: disable=wrong-import-position
+import passes  # noqa: E402  pylint: disable=wrong-import-position
 import waiters  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -20,7 +20,7 @@ def test_the_profiled_module_gets_the_measured_waiters_arguments(tmp_path, monke
     monkeypatch.setattr(waiters, "Child", lambda wid, argv, env, cwd, workdir: started.append(argv))
     cl = types.SimpleNamespace(kubeconfigs={"module": "/k/module.kubeconfig"})
     sc = types.SimpleNamespace(targets=["node-0001", "node-0002"])
-    run.start_profiled_module(cl, sc, str(tmp_path), 240.0)
+    passes.start_profiled_module(cl, sc, str(tmp_path), 240.0)
     [argv] = started
     assert argv[-1] == str(tmp_path / "module-args.json") and "pyinstrument" in argv
     with open(argv[-1]) as f:

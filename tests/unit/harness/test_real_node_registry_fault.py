@@ -1,7 +1,7 @@
 """`cluster.py registry-off / registry-on` (tests/cluster/cluster_real_node_ops.py): which images a
 node cut off from its registry loses (every name but the sandbox image's; the CRI plugin's bare
 `sha256:` ids go with the last name), and the hosts files it gets: every name at a closed port while
-off, and exactly the files the node started with (cluster_real_node.mirror_hosts) when on again.
+off, and exactly the files the node started with (cluster_real_node_config.mirror_hosts) when on again.
 The fault itself (a real pod in ErrImagePull on that node only) is asserted by
 tests/integration/test_reliability_faults.py on real kubelets."""
 import os
@@ -12,7 +12,7 @@ for d in (CLUSTER_DIR, os.path.join(CLUSTER_DIR, "sim")):
     if d not in sys.path:
         sys.path.insert(0, d)
 
-import cluster_real_node  # noqa: E402  pylint: disable=wrong-import-position
+import cluster_real_node_config  # noqa: E402  pylint: disable=wrong-import-position
 import cluster_real_node_ops as ops  # noqa: E402  pylint: disable=wrong-import-position
 
 # `ctr -n k8s.io images ls -q` of a real node after the driver and a verify pod ran (seen here)
@@ -37,7 +37,7 @@ def test_a_registry_with_a_port_is_not_mistaken_for_a_tag():
 
 
 def test_off_sends_every_name_to_the_closed_port_and_on_restores_the_started_files():
-    started = cluster_real_node.mirror_hosts("10.9.0.1:5000")
+    started = cluster_real_node_config.mirror_hosts("10.9.0.1:5000")
     off = ops.hosts_files("10.9.0.1:5000", reachable=False)
     assert set(off) == set(started) == {"certs.d/registry.k8s.io/hosts.toml", "certs.d/_default/hosts.toml"}
     assert all(text == f'server = "http://{ops.CLOSED}"\n' for text in off.values())

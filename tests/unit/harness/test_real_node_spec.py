@@ -2,7 +2,7 @@
 CLUSTER_REAL_NODE_OVERRIDES, including the labels the kubelet registers the node with
 (kubelet_flags: --node-labels, which molecule's multinode scenario selects the driver by) and its own
 taints (register_taints: the kubelet's registerWithTaints), and refuses
-what it cannot use, naming the node and the key; cluster_real_node.node_ip puts node i at 10.N.249.i
+what it cannot use, naming the node and the key; cluster_real_node_config.node_ip puts node i at 10.N.249.i
 in the cluster's network namespace, apart from the simulated nodes' 10.N.1.x (sim_node_specs) and the
 veth's two ends 10.N.0.1 and 10.N.0.2 (cluster_netns: what netns_up configures and ns_ip reads)."""
 import json
@@ -19,7 +19,7 @@ for d in (CLUSTER_DIR, os.path.join(CLUSTER_DIR, "sim")):
 import cluster_netns  # noqa: E402  pylint: disable=wrong-import-position
 import cluster_node_hw  # noqa: E402  pylint: disable=wrong-import-position
 import cluster_crio  # noqa: E402  pylint: disable=wrong-import-position
-import cluster_real_node  # noqa: E402  pylint: disable=wrong-import-position
+import cluster_real_node_config  # noqa: E402  pylint: disable=wrong-import-position
 import sim_node_specs  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -66,7 +66,7 @@ def test_taints_that_are_not_core_v1_taints_are_refused_naming_the_node(taints):
 
 def test_real_node_addresses_are_apart_from_the_simulated_ones():
     info = {"node_cidr": "10.213.0.0/16"}
-    assert [cluster_real_node.node_ip(info, i) for i in range(3)] == ["10.213.249.1", "10.213.249.2", "10.213.249.3"]
+    assert [cluster_real_node_config.node_ip(info, i) for i in range(3)] == ["10.213.249.1", "10.213.249.2", "10.213.249.3"]
     assert sim_node_specs.node_address("10.213.0.0/16", 1) == "10.213.1.1"
 
 
