@@ -82,7 +82,7 @@ lint: deps                  ## ansible-lint (production profile), the variable t
 	$(VENV)/bin/ansible-lint
 	$(VENV)/bin/mypy
 	@# dead code in plugins/; hack/vulture_whitelist.py names only what Ansible reads by name
-	$(VENV)/bin/vulture plugins/ hack/vulture_whitelist.py --min-confidence 60
+	$(PY) hack/dead_code.py
 	$(PY) hack/check_variables.py
 	$(PY) hack/check_doc_links.py
 	VENV=$(VENV) hack/lint_collection_docs.sh

@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
@@ -286,9 +286,7 @@ class Wait(Generic[S]):
 
     def _end(self, start: float, verdict: Verdict[S]) -> Verdict[S]:
         self.elapsed = round(self.clock() - start, 3)
-        if not verdict.final:
-            verdict.timed_out = True
-        return verdict
+        return verdict if verdict.final else replace(verdict, timed_out=True)
 
 
 def poll_until(read: Callable[[], Any], is_done: Callable[[Any], bool], timeout: float, interval: float,

@@ -147,9 +147,6 @@ class SliceWaiter(object):
         self.stats["lists"] += 1
         self.replace(items)
 
-    def _apply(self, event: K8sObject) -> None:
-        self.apply(str(event.get("type")), event.get("object") or {})
-
     def _set_targets(self, targets: list[str]) -> None:
         self.targets = sorted(set(targets))
         self.targets_set = set(self.targets)

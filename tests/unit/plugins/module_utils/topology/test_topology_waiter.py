@@ -384,9 +384,9 @@ def test_node_facts_are_built_when_the_pool_completes_and_dropped_when_it_is_not
     waiter._set_targets(["node01"])
     waiter._list()
     assert waiter.node_facts == {}
-    waiter._apply(event("ADDED", s2, rv="101"))
+    waiter.apply("ADDED", event("ADDED", s2, rv="101")["object"])
     assert waiter.node_facts == build_topology([s1, s2])["nodes"]
-    waiter._apply(event("ADDED", gen2, rv="102"))  # a newer generation, 1 of 2 chunks: not complete any more
+    waiter.apply("ADDED", event("ADDED", gen2, rv="102")["object"])  # a newer generation, 1 of 2 chunks: not complete any more
     assert waiter.node_facts == {} and waiter.pending == {"node01"}
 
 
