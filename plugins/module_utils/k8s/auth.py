@@ -270,8 +270,14 @@ def describe_target(params: dict[str, Any], server: str | None,
     return {
         "server": server,
         "context": active_context(kind, kubeconfig, context, loader),
-        "kubeconfig": {"dict": "(a kubeconfig given as a dict)", "file": kubeconfig,
-                       "host": "(host and credential options)",
-                       "default": "(the kubernetes client's default: KUBECONFIG, else ~/.kube/config, "
-                                  "or the in-cluster service account)"}[kind],
+        "kubeconfig": kubeconfig_label(kind, kubeconfig),
     }
+
+
+def kubeconfig_label(kind: str, kubeconfig: dict[str, Any] | str | None) -> str:
+    """The kubeconfig a client is built from, for a message: its path, or how it was configured instead."""
+    if kind == "file":
+        return str(kubeconfig)
+    return {"dict": "(a kubeconfig given as a dict)", "host": "(host and credential options)",
+            "default": "(the kubernetes client's default: KUBECONFIG, else ~/.kube/config, "
+                       "or the in-cluster service account)"}[kind]

@@ -1,15 +1,11 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Runs a cluster module's logic in its module process or in the controller's worker.
+"""Runs a cluster module's run function in its module process or in the controller's worker.
 
-The run functions (preflight/run.py, topology/run.py, k8s/target.py) are
-``run_fn(params, check_mode, source, get_client) -> result`` (``failed`` set on failure). Here:
-``exit_module`` (the module's exit), ``ClientOptions`` (what ``get_api_client`` gets in place of
-an AnsibleK8SModule), ``run_in_process`` (the module's argument check and error text, the run under
-the task's ``environment`` so ``K8S_AUTH_*``/``KUBECONFIG``/``~`` resolve as in the module, and
-RedactingModule's redaction, invocation and JSON types) and ``run_action`` (in process on a local
-connection without async or become, when the kubernetes client imports here and the task
-environment keeps ``KUBECONFIG``; else ``_execute_module``). No Ansible controller imports.
+A run function is ``run_fn(params, check_mode, source, get_client) -> result``. Here: the module's exit
+(``exit_module``), the module side of ``get_api_client`` in process (``ClientOptions``), the argument
+check, task environment and redaction of an in-process run (``run_in_process``) and when an action
+plugin runs in process at all (``run_action``). docs/internals.md says why.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -27,12 +23,11 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import kubeconfig_secrets, may_hold_no_log_value
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.factory import GetClient
 
 if TYPE_CHECKING:  # for the annotations only: no controller import at run time
     from ansible.module_utils.basic import AnsibleModule
 
-# ``get_client(source)``: kubernetes.core's ``get_api_client`` (its K8SClient is untyped)
-GetClient = Callable[[Any], Any]
 # a run function: ``run_fn(params, check_mode, source, get_client) -> result``
 RunFn = Callable[[dict[str, Any], bool, Any, GetClient], dict[str, Any]]
 
@@ -66,6 +61,7 @@ class ClientOptions(object):
 
     @property
     def server_side_dry_run(self) -> bool:
+        # read by kubernetes.core's get_api_client (the K8SClient's dry_run), as of AnsibleK8SModule
         return self.check_mode and _k8s_core().has_at_least("kubernetes", "18.20.0")
 
     def has_at_least(self, dependency: str, minimum: str | None = None, warn: bool = False) -> bool:

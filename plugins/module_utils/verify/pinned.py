@@ -18,21 +18,18 @@ __metaclass__ = type
 import json
 import re
 from urllib.parse import quote
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     list_driver_pods,
     pod_node,
     resolve_pod_selectors,
 )
-
-if TYPE_CHECKING:  # the annotation only: the module does not import the runner
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
 # upstream's message when a container with claims is created (nri_hooks.go CreateContainer)
 PINNED_MESSAGE = '"guaranteed CPUs found"'
@@ -95,14 +92,10 @@ def pinned(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
     return dict(result, driver_pod=name, containers=containers, found=bool(containers))
 
 
-def run_pinned_cpus(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
-    """The module's result; ``get_client(source)`` builds the client."""
+def run_pinned_cpus(params: dict[str, Any], check_mode: bool, source: Any, get_client: factory.GetClient) -> dict[str, Any]:
+    """The module's result; ``get_client(source)`` builds the client (k8s/factory.py)."""
     try:
-        client = get_client(source)
-    except Exception as exc:  # pylint: disable=broad-except
-        return {"failed": True, "msg": client_error(exc)}
-    try:
-        return pinned(RawApi(client.client), params)
-    except KubeRequestError as exc:
-        return {"failed": True, "msg": "cannot read the pinned CPUs of pod %s/%s: %s"
-                % (params["namespace"], params["pod"], exc.message)}
+        return pinned(factory.connect(get_client, source, params).api, params)
+    except ClusterError as exc:
+        return {"failed": True, "msg": factory.failure("cannot read the pinned CPUs of pod %s/%s"
+                                               % (params["namespace"], params["pod"]), exc)}

@@ -23,21 +23,18 @@ __metaclass__ = type
 import time
 from collections.abc import Callable
 from urllib.parse import quote
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import manifests, readout, report, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import node_allocatable as kep5517
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.objects import Objects
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.pinned import pinned as read_pinned
-
-if TYPE_CHECKING:  # the annotation only: the module does not import the runner
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
 # Kubernetes' own e2e busybox: k8s.io/kubernetes test/utils/image/manifest.go,
 # `configs[BusyBox] = Config{list.PromoterE2eRegistry, "busybox", "1.37.0-1"}` (PromoterE2eRegistry is
@@ -245,14 +242,10 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[s
     return out
 
 
-def run_verify(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
-    """The module's result; ``get_client(source)`` builds the client."""
+def run_verify(params: dict[str, Any], check_mode: bool, source: Any, get_client: factory.GetClient) -> dict[str, Any]:
+    """The module's result; ``get_client(source)`` builds the client (k8s/factory.py)."""
     try:
-        client = get_client(source)
-    except Exception as exc:  # pylint: disable=broad-except
-        return {"failed": True, "msg": client_error(exc)}
-    try:
-        return verify(RawApi(client.client), params, check_mode)
-    except KubeRequestError as exc:
+        return verify(factory.connect(get_client, source, params).api, params, check_mode)
+    except ClusterError as exc:
         return {"failed": True, "changed": False,
-                "msg": "cannot verify VMI %s/%s's claim: %s" % (params["namespace"], params["name"], exc.message)}
+                "msg": factory.failure("cannot verify VMI %s/%s's claim" % (params["namespace"], params["name"]), exc)}
