@@ -1,18 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Authentication options of the collection's cluster modules, and what of them stays secret.
+"""Authentication options of the cluster modules, what of them stays secret, which cluster they target.
 
-They are kubernetes.core's (``AUTH_ARG_SPEC``) with the redaction rule kubernetes.core adopted in
-6.3.0, kept the same whatever kubernetes.core release is installed:
-
-- ``api_key`` and ``password`` are ``no_log`` (their whole value is a secret);
-- ``kubeconfig`` is *not* ``no_log``: it is a path, or a dict holding a whole kubeconfig. Marking it
-  ``no_log`` masks every string of a dict kubeconfig wherever it appears in a result (``v1`` turns
-  ``resource.k8s.io/v1`` into ``resource.k8s.io/********``). Instead, only the secret fields of a
-  dict kubeconfig (``kubeconfig_secrets``) are registered as ``no_log_values``, by the module class
-  ``RedactingModule`` while the parameters are loaded, before Ansible validates or logs them.
-
-Also here: which kubeconfig and context a module's client was built from (``client_source``), so
-the role can say which cluster it is about to change.
+``auth_argument_spec`` (kubernetes.core's options; ``kubeconfig`` not ``no_log``), ``kubeconfig_secrets``
+and ``RedactingModule`` (only a dict kubeconfig's secret fields hidden, the rule of kubernetes.core
+>= 6.3.0), ``client_source`` and ``describe_target`` (the kubeconfig and context a client is built
+from). docs/internals.md ("Cluster access and secrets") says why.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
