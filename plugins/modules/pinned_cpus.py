@@ -21,7 +21,7 @@ description:
     cpuset logged for each container of the pod.
   - Nothing logged (a lower verbosity, a rotated log, a driver that does not pin) is not an error
     (RV(found) is false). A pod not scheduled, or no driver pod on its node, fails; so does a read that
-    fails (what was read, then why: permission denied, the API server cannot be reached, ...).
+    fails (what was read, then why, such as permission denied or an API server that cannot be reached).
   - The verify playbook reads the same for its test pod; this module answers it for any pod, such as a
     running VM's virt-launcher pod.
   - Only reads; never reports a change.
