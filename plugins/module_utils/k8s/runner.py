@@ -24,12 +24,13 @@ from ansible.module_utils.errors import UnsupportedError
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import kubeconfig_secrets, may_hold_no_log_value
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.factory import GetClient
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 if TYPE_CHECKING:  # for the annotations only: no controller import at run time
     from ansible.module_utils.basic import AnsibleModule
 
 # a run function: ``run_fn(params, check_mode, source, get_client) -> result``
-RunFn = Callable[[dict[str, Any], bool, Any, GetClient], dict[str, Any]]
+RunFn = Callable[[ModuleParams, bool, Any, GetClient], dict[str, Any]]
 
 COLLECTION = "kubevirtci.dra_cpu"
 # AnsibleK8SModule warns below this kubernetes client version (kubernetes.core 6.x)

@@ -20,6 +20,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec, describe_target
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as preflight_nodes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report as preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
@@ -93,7 +94,8 @@ def not_checked(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def run_preflight(params: dict[str, Any], check_mode: bool, source: Any, get_client: factory.GetClient) -> dict[str, Any]:
+def run_preflight(params: ModuleParams, check_mode: bool, source: Any,
+                  get_client: factory.GetClient) -> dict[str, Any]:
     """The module's result; ``get_client(source)`` builds the client (k8s/factory.py)."""
     problem, reserved = option_problem(params)
     if problem:

@@ -26,6 +26,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import GROUP_BY, MODES
@@ -98,7 +99,8 @@ def check_params(params: dict[str, Any]) -> tuple[list[str], list[int]]:
     return problems, reserved
 
 
-def run_cpu_topology(params: dict[str, Any], check_mode: bool, source: Any, get_client: factory.GetClient) -> dict[str, Any]:
+def run_cpu_topology(params: ModuleParams, check_mode: bool, source: Any,
+                     get_client: factory.GetClient) -> dict[str, Any]:
     """The module's result (``failed`` and ``msg`` on failure, when the topology is returned as
     ``topology`` instead of the fact); ``get_client(source)`` builds the client."""
     problems, reserved = check_params(params)

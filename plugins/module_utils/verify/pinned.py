@@ -25,6 +25,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     list_driver_pods,
     pod_node,
@@ -92,7 +93,8 @@ def pinned(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
     return dict(result, driver_pod=name, containers=containers, found=bool(containers))
 
 
-def run_pinned_cpus(params: dict[str, Any], check_mode: bool, source: Any, get_client: factory.GetClient) -> dict[str, Any]:
+def run_pinned_cpus(params: ModuleParams, check_mode: bool, source: Any,
+                    get_client: factory.GetClient) -> dict[str, Any]:
     """The module's result; ``get_client(source)`` builds the client (k8s/factory.py)."""
     try:
         return pinned(factory.connect(get_client, source, params).api, params)

@@ -30,6 +30,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import manifests, readout, report, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import node_allocatable as kep5517
@@ -242,7 +243,8 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[s
     return out
 
 
-def run_verify(params: dict[str, Any], check_mode: bool, source: Any, get_client: factory.GetClient) -> dict[str, Any]:
+def run_verify(params: ModuleParams, check_mode: bool, source: Any,
+               get_client: factory.GetClient) -> dict[str, Any]:
     """The module's result; ``get_client(source)`` builds the client (k8s/factory.py)."""
     try:
         return verify(factory.connect(get_client, source, params).api, params, check_mode)

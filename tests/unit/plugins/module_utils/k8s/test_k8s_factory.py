@@ -12,6 +12,7 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from urllib3.exceptions import ReadTimeoutError
 
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s import client as k8s_core_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory, target
@@ -183,3 +184,16 @@ def test_each_runner_words_a_forbidden_read_through_the_mapping(name, monkeypatc
     why = result["msg"][len(RUNNERS[name][3]):]
     assert result["msg"].startswith(RUNNERS[name][3])
     assert why.startswith("permission denied: cannot ") and why.endswith(" (docs/rbac.md)") and "; grant " in why
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_kubernetes_core_reads_the_dry_run_of_client_options(check_mode, monkeypatch):
+    """``ClientOptions.server_side_dry_run`` is not dead: ``get_api_client`` reads it, as it does from an
+    AnsibleK8SModule (kubernetes >= 18.20 here, so it follows check mode)."""
+    monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
+    params = ArgumentSpecValidator(target.argument_spec()).validate(
+        {"kubeconfig": DICT_KUBECONFIG}).validated_parameters
+    with mock.patch.object(k8s_core_client, "create_api_client", return_value=mock.Mock()):
+        client = get_api_client(ClientOptions(params, check_mode))
+    assert client.dry_run is check_mode
+    assert client.configuration.host == SERVER
