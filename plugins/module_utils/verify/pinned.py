@@ -99,5 +99,5 @@ def run_pinned_cpus(params: ModuleParams, check_mode: bool, source: Any,
     try:
         return pinned(factory.connect(get_client, source, params).api, params)
     except ClusterError as exc:
-        return {"failed": True, "msg": factory.failure("cannot read the pinned CPUs of pod %s/%s"
-                                               % (params["namespace"], params["pod"]), exc)}
+        doing = "cannot read the pinned CPUs of pod %s/%s" % (params["namespace"], params["pod"])
+        return {"failed": True, "msg": factory.failure(doing, exc)}
