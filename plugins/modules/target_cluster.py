@@ -40,13 +40,6 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that: target.context == 'staging'
     fail_msg: "these options point at {{ target.server }} (context {{ target.context }}), not staging"
-
-- name: Install the driver there
-  ansible.builtin.include_role:
-    name: kubevirtci.dra_cpu.dra_cpu
-  vars:
-    dra_cpu_enabled: true
-    dra_cpu_kubeconfig: ~/.kube/staging
 """
 
 RETURN = r"""

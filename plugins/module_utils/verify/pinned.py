@@ -4,11 +4,8 @@
 driver pinned a pod's containers to, as the driver itself logs it.
 
 Owns: the module's options, finding the pod's node and the driver pod on that node (the release's
-DaemonSets, topology/driver_pods.py), reading that pod's log and ``parse_pinned``. The Kubernetes API
-does not show a container's CPUs; upstream dra-driver-cpu pins each container through NRI and logs
-``"guaranteed CPUs found" pod="<namespace>/<name>" ... container="<name>" ... cpus="<cpuset>"``
-(pkg/driver/nri_hooks.go CreateContainer, at ``--v=2``; its charts run ``--v=4``). Nothing found (a
-lower verbosity, a rotated log, a driver that does not pin) is not an error: ``found`` is false.
+DaemonSets, topology/driver_pods.py), reading that pod's log and ``parse_pinned`` (upstream's
+``"guaranteed CPUs found"`` line, nri_hooks.go CreateContainer; the module's DOCUMENTATION says more).
 """
 
 from __future__ import absolute_import, annotations, division, print_function
