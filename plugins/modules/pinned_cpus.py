@@ -20,7 +20,10 @@ description:
     release O(release_name) in O(driver_namespace)), reads its last O(log_lines) log lines and returns the
     cpuset logged for each container of the pod.
   - Nothing logged (a lower verbosity, a rotated log, a driver that does not pin) is not an error
-    (RV(found) is false). A pod not scheduled, or no driver pod on its node, fails.
+    (RV(found) is false). A pod not scheduled, or no driver pod on its node, fails; so does a read that
+    fails (what was read, then why, such as permission denied or an API server that cannot be reached).
+  - The verify playbook reads the same for its test pod; this module answers it for any pod, such as a
+    running VM's virt-launcher pod.
   - Only reads; never reports a change.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -50,15 +53,22 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Which CPUs the VM's launcher pod got
+- name: Find the virt-launcher pod of VMI vm1
+  kubernetes.core.k8s_info:
+    kind: Pod
+    namespace: default
+    label_selector: kubevirt.io=virt-launcher,kubevirt.io/domain=vm1
+  register: launcher
+
+- name: Which CPUs the driver pinned its containers to
   kubevirtci.dra_cpu.pinned_cpus:
-    pod: virt-launcher-vm1-abcde
+    pod: "{{ launcher.resources[0].metadata.name }}"
     namespace: default
   register: pinned
 
-- name: Show them
+- name: Show them (compute is the container that runs the VM)
   ansible.builtin.debug:
-    msg: "{{ pinned.containers }}"
+    msg: "{{ pinned.containers.compute | default('not logged by the driver') }} on {{ pinned.node }}"
 """
 
 RETURN = r"""

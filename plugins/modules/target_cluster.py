@@ -16,8 +16,11 @@ description:
   - Builds the Kubernetes client exactly as the other modules do (kubernetes.core's resolution of the
     options and of C(K8S_AUTH_*)), asks the API server for its version and returns the API server
     URL, the context and the kubeconfig the client was built from.
-  - The role calls it before its first write and prints the result, so a run names the cluster it is
-    about to change.
+  - A play that changes a cluster through this collection (the role, or the other modules) can call it
+    first and stop unless the options point at the cluster meant; the role itself names the cluster in
+    its release task (from M(kubevirtci.dra_cpu.preflight)'s result).
+  - Fails with what could not be read and why (the client cannot be built from the kubeconfig or
+    context named, the credentials were rejected, the API server cannot be reached, permission denied).
   - Only reads; never reports a change. Secret fields of a kubeconfig given as a dict (tokens,
     passwords, client keys, auth-provider and exec credentials) are hidden from the result; the rest
     of it is not.
@@ -28,14 +31,15 @@ extends_documentation_fragment:
 """
 
 EXAMPLES = r"""
-- name: Say which cluster is about to change
+- name: Say which cluster the play is about to change
   kubevirtci.dra_cpu.target_cluster:
     kubeconfig: ~/.kube/staging
   register: target
 
-- name: Show it
-  ansible.builtin.debug:
-    msg: "about to change {{ target.server }} (context {{ target.context }})"
+- name: Change the staging cluster only
+  ansible.builtin.assert:
+    that: target.context == 'staging'
+    fail_msg: "these options point at {{ target.server }} (context {{ target.context }}), not staging"
 """
 
 RETURN = r"""

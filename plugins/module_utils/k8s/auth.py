@@ -1,11 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Authentication options of the collection's cluster modules, what of them stays secret, and which
-cluster a client targets.
+"""Authentication options of the cluster modules, what of them stays secret, which cluster they target.
 
-Owns kubernetes.core's ``AUTH_ARG_SPEC`` with its 6.3.0 redaction rule whatever release is installed
-(``api_key`` and ``password`` ``no_log``; ``kubeconfig`` not, as that would mask every string of a dict
-kubeconfig in every result: only its secret fields are ``no_log_values``, ``RedactingModule``), and ``describe_target`` (server, context,
-kubeconfig: the cluster the role is about to change).
+``auth_argument_spec`` (kubernetes.core's options; ``kubeconfig`` not ``no_log``), ``kubeconfig_secrets``
+and ``RedactingModule`` (only a dict kubeconfig's secret fields hidden, the rule of kubernetes.core
+>= 6.3.0), ``client_source`` and ``describe_target`` (the kubeconfig and context a client is built
+from). docs/internals.md ("Cluster access and secrets") says why.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -132,10 +131,9 @@ def may_hold_no_log_value(data: object, no_log_values: set[str]) -> bool:
 class RedactingModule(AnsibleModule):
     """AnsibleModule that hides a dict kubeconfig's secret fields, and nothing else of it.
 
-    The values are registered while the parameters are loaded, so they are masked everywhere
-    (``invocation`` included). ``ansible_facts`` that hold none of them skip remove_values' walk
-    (``may_hold_no_log_value``); under the legacy wire format a plain-JSON result is written by
-    ``json.dumps`` (``plain_json``).
+    The values are registered while the parameters load, so they are masked everywhere. Facts that
+    hold none of them skip remove_values' walk; under the legacy wire format a result of plain JSON
+    types is written by ``json.dumps`` (``plain_json``). docs/internals.md says why.
     """
 
     _facts_as_they_are = None
@@ -164,10 +162,8 @@ class RedactingModule(AnsibleModule):
             sys.stdout.write("\n%s\n" % text)
 
 
-# the wire format ansible-core's controller asks of a collection's module: its encoder (bytes to
-# text, sets and tuples to lists, dates to ISO strings, keys as the standard library converts them)
-# writes a result of plain JSON types exactly as json.dumps does, only walking every container in
-# Python first (0.05 s against 0.013 s for a 0.7 MB topology, 1,000 nodes x 8 cells)
+# the wire format ansible-core's controller asks of a collection's module; its encoder writes a
+# result of plain JSON types as json.dumps does, only slower (docs/internals.md)
 LEGACY_PROFILE = "legacy"
 
 
@@ -263,8 +259,14 @@ def describe_target(params: ModuleParams, server: str | None,
     return {
         "server": server,
         "context": active_context(kind, kubeconfig, context, loader),
-        "kubeconfig": {"dict": "(a kubeconfig given as a dict)", "file": str(kubeconfig),
-                       "host": "(host and credential options)",
-                       "default": "(the kubernetes client's default: KUBECONFIG, else ~/.kube/config, "
-                                  "or the in-cluster service account)"}[kind],
+        "kubeconfig": kubeconfig_label(kind, kubeconfig),
     }
+
+
+def kubeconfig_label(kind: str, kubeconfig: dict[str, Any] | str | None) -> str:
+    """The kubeconfig a client is built from, for a message: its path, or how it was configured instead."""
+    if kind == "file":
+        return str(kubeconfig)
+    return {"dict": "(a kubeconfig given as a dict)", "host": "(host and credential options)",
+            "default": "(the kubernetes client's default: KUBECONFIG, else ~/.kube/config, "
+                       "or the in-cluster service account)"}[kind]

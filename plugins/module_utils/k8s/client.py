@@ -1,14 +1,11 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Raw GETs, watch streams and the few writes of verify's test objects through the kubernetes client.
+"""Raw GETs, watch streams and the few writes of verify's test objects, and why a request failed.
 
-The modules get their client from ``kubernetes.core`` (``get_api_client``);
-``RawApi`` wraps its dynamic client (``K8SClient.client``) and issues plain
-GETs for paths the typed/dynamic APIs do not cover well (``/metrics``,
-``/version``, ``/apis``, ``/api/v1/nodes/<n>/proxy/configz``, pod logs) and
-for the ResourceSlice list/watch. Authentication, TLS and proxies are the
-client's. HTTP errors become ``KubeRequestError`` whose message names the
-verb and the resource (RBAC terms), never the credentials.
+``RawApi`` issues plain requests through kubernetes.core's dynamic client. The one error mapping of
+the collection is here too: ``translate_error`` words a failed request (``KubeRequestError``) and
+``client_build_error`` a client that cannot be built (``ClientBuildError``), never with credentials.
+docs/internals.md ("The client and its errors") gives the classes and their words.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -18,13 +15,27 @@ __metaclass__ = type
 import json
 from urllib.parse import quote
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
+
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 # the ResourceSlices of every driver (list and watch with ``fieldSelector=spec.driver=<driver>``)
 RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
 
 
-class KubeRequestError(Exception):
+class ClusterError(Exception):
+    """The cluster could not be read: why, in ``message`` (the stage says what it was reading)."""
+
+    def __init__(self, message: str) -> None:
+        super(ClusterError, self).__init__(message)
+        self.message = message
+
+
+class ClientBuildError(ClusterError):
+    """The client could not be built from the configured kubeconfig, context or options."""
+
+
+class KubeRequestError(ClusterError):
     """An API request failed.
 
     ``status`` is the HTTP status (None for a connection problem), ``verb``
@@ -34,7 +45,6 @@ class KubeRequestError(Exception):
     def __init__(self, message: str, status: int | None = None, verb: str | None = None, resource: str | None = None,
                  path: str | None = None, reason: str | None = None) -> None:
         super(KubeRequestError, self).__init__(message)
-        self.message = message
         self.status = status
         self.verb = verb
         self.resource = resource
@@ -58,6 +68,32 @@ class KubeRequestError(Exception):
         return self.status is None
 
 
+class _Target(NamedTuple):
+    """What a request's path names in RBAC terms (``group`` None: a non-resource URL)."""
+
+    group: str | None
+    resource: str
+    subresource: str | None
+    namespace: str | None
+    name: str | None
+
+
+def _target(path: str) -> _Target:
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    group: str | None = None
+    rest: list[str] = []
+    if len(parts) >= 3 and parts[0] == "api":
+        group, rest = "", parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, rest = parts[1], parts[3:]
+    if not rest:
+        return _Target(None, path.split("?")[0], None, None, None)
+    namespace = None
+    if len(rest) > 2 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    return _Target(group, rest[0], rest[2] if len(rest) > 2 else None, namespace, rest[1] if len(rest) > 1 else None)
+
+
 def describe_request(path: str, query: dict[str, Any] | None = None) -> tuple[str, str]:
     """RBAC terms of a GET: ``(verb, resource)``.
 
@@ -66,38 +102,35 @@ def describe_request(path: str, query: dict[str, Any] | None = None) -> tuple[st
     ``('watch', 'resourceslices.resource.k8s.io')``; non-resource URLs such as
     ``/metrics`` -> ``('get', 'non-resource URL /metrics')``.
     """
-    query = dict(query or {})
-    parts = [p for p in path.split("?")[0].split("/") if p]
-    group = None
-    rest = None
-    if len(parts) >= 3 and parts[0] == "api":
-        group, rest = "", parts[2:]
-    elif len(parts) >= 4 and parts[0] == "apis":
-        group, rest = parts[1], parts[3:]
-    if not rest:
-        return "get", "non-resource URL %s" % path.split("?")[0]
-    namespace = None
-    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
-        namespace, rest = rest[1], rest[2:]
-    resource = rest[0]
-    name = rest[1] if len(rest) > 1 else None
-    sub = rest[2] if len(rest) > 2 else None
-    if sub:
-        resource = "%s/%s" % (resource, sub)
-    if group:
-        resource = "%s.%s" % (resource, group) if not sub else "%s.%s/%s" % (rest[0], group, sub)
-    if str(query.get("watch", "")).lower() in ("1", "true"):
+    target = _target(path)
+    if target.group is None:
+        return "get", "non-resource URL %s" % target.resource
+    resource = target.resource + (".%s" % target.group if target.group else "")
+    if target.subresource:
+        resource = "%s/%s" % (resource, target.subresource)
+    if str((query or {}).get("watch", "")).lower() in ("1", "true"):
         verb = "watch"
-    elif name is None:
+    elif target.name is None:
         verb = "list"
     else:
         verb = "get"
-    if namespace:
-        resource = "%s in namespace %s" % (resource, namespace)
+    if target.namespace:
+        resource = "%s in namespace %s" % (resource, target.namespace)
     return verb, resource
 
 
-def _server_message(body: str | None) -> str:
+def rbac_fix(path: str, verb: str) -> str:
+    """The rule that grants ``verb`` on what ``path`` names, as a Role or ClusterRole states it."""
+    target = _target(path)
+    if target.group is None:
+        return 'grant nonResourceURLs ["%s"] verbs ["%s"] in a ClusterRole (docs/rbac.md)' % (target.resource, verb)
+    resource = target.resource + ("/%s" % target.subresource if target.subresource else "")
+    where = ("a Role in namespace %s or a ClusterRole" % target.namespace) if target.namespace else "a ClusterRole"
+    return 'grant apiGroups ["%s"] resources ["%s"] verbs ["%s"] in %s (docs/rbac.md)' % (
+        target.group, resource, verb, where)
+
+
+def _server_message(body: str | bytes | None) -> str:
     if not body:
         return ""
     if isinstance(body, bytes):
@@ -111,31 +144,44 @@ def _server_message(body: str | None) -> str:
     return str(body).strip()[:300]
 
 
+def _status_message(status: int, verb: str, resource: str, method: str, path: str, server: str) -> str:
+    said = ": %s" % server if server else ""
+    if status == 401:
+        return ("unauthorized: the API server rejected the credentials (HTTP 401) while trying to %s %s: renew the "
+                "token or client certificate of the kubeconfig's user, or check the exec plugin" % (verb, resource))
+    if status == 403:
+        return "permission denied: cannot %s %s (%s %s)%s; %s" % (verb, resource, method, path, said,
+                                                                  rbac_fix(path, verb))
+    if status == 404:
+        return "not found: %s %s (%s %s)%s" % (verb, resource, method, path, said)
+    if status >= 500:
+        return "server error: HTTP %d from the API server for %s %s (%s %s)%s" % (status, verb, resource, method,
+                                                                                  path, said)
+    return "HTTP %d from the API server for %s %s (%s %s)%s" % (status, verb, resource, method, path, said)
+
+
 def translate_error(exc: Any, path: str, query: dict[str, Any] | None = None,
                     method: str = "GET") -> KubeRequestError:
     """A KubeRequestError for an exception raised by the client (``method`` POST: verb ``create``,
-    DELETE: ``delete``)."""
+    DELETE: ``delete``): why it failed, in the words of docs/internals.md."""
     verb, resource = describe_request(path, query)
     verb = {"POST": "create", "DELETE": "delete"}.get(method, verb)
     status = getattr(exc, "status", None)
     if isinstance(status, int) and status > 0:
-        server = _server_message(getattr(exc, "body", None))
-        if status == 403:
-            message = ("permission denied: cannot %s %s (%s %s)%s"
-                       % (verb, resource, method, path, ": %s" % server if server else ""))
-        elif status == 401:
-            message = ("unauthorized: the API server rejected the credentials while trying to %s %s"
-                       % (verb, resource))
-        elif status == 404:
-            message = "not found: %s %s (%s %s)%s" % (verb, resource, method, path, ": %s" % server if server else "")
-        else:
-            message = ("HTTP %d from the API server for %s %s (%s %s)%s"
-                       % (status, verb, resource, method, path, ": %s" % server if server else ""))
+        message = _status_message(status, verb, resource, method, path, _server_message(getattr(exc, "body", None)))
         return KubeRequestError(message, status=status, verb=verb, resource=resource, path=path,
                                 reason=getattr(exc, "reason", None))
     return KubeRequestError("cannot reach the API server to %s %s: %s: %s"
                             % (verb, resource, type(exc).__name__, exc),
                             status=None, verb=verb, resource=resource, path=path)
+
+
+def client_build_error(exc: Exception, source: str) -> ClientBuildError:
+    """Why the client could not be built from ``source`` (which kubeconfig and context, or options)."""
+    # kubernetes.core's CoreException already says "Could not create API client"; other kubeconfig
+    # problems surface as various exception types, named
+    detail = "%s" % exc if isinstance(exc, CoreException) else "%s: %s" % (type(exc).__name__, exc)
+    return ClientBuildError("cannot create a Kubernetes client from %s: %s" % (source, detail))
 
 
 def _read(response: Any) -> str:

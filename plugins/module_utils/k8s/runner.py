@@ -1,15 +1,11 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
-"""Runs a cluster module's logic in its module process or in the controller's worker.
+"""Runs a cluster module's run function in its module process or in the controller's worker.
 
-The run functions (preflight/run.py, topology/run.py, k8s/target.py) are
-``run_fn(params, check_mode, source, get_client) -> result`` (``failed`` set on failure). Here:
-``exit_module`` (the module's exit), ``ClientOptions`` (what ``get_api_client`` gets in place of
-an AnsibleK8SModule), ``run_in_process`` (the module's argument check and error text, the run under
-the task's ``environment`` so ``K8S_AUTH_*``/``KUBECONFIG``/``~`` resolve as in the module, and
-RedactingModule's redaction, invocation and JSON types) and ``run_action`` (in process on a local
-connection without async or become, when the kubernetes client imports here and the task
-environment keeps ``KUBECONFIG``; else ``_execute_module``). No Ansible controller imports.
+A run function is ``run_fn(params, check_mode, source, get_client) -> result``. Here: the module's exit
+(``exit_module``), the module side of ``get_api_client`` in process (``ClientOptions``), the argument
+check, task environment and redaction of an in-process run (``run_in_process``) and when an action
+plugin runs in process at all (``run_action``). docs/internals.md says why.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -27,14 +23,14 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import kubeconfig_secrets, may_hold_no_log_value
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.factory import GetClient
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 if TYPE_CHECKING:  # for the annotations only: no controller import at run time
     from ansible.module_utils.basic import AnsibleModule
 
-# ``get_client(source)``: kubernetes.core's ``get_api_client`` (its K8SClient is untyped)
-GetClient = Callable[[Any], Any]
 # a run function: ``run_fn(params, check_mode, source, get_client) -> result``
-RunFn = Callable[[dict[str, Any], bool, Any, GetClient], Mapping[str, Any]]
+RunFn = Callable[[ModuleParams, bool, Any, GetClient], Mapping[str, Any]]
 
 COLLECTION = "kubevirtci.dra_cpu"
 # AnsibleK8SModule warns below this kubernetes client version (kubernetes.core 6.x)
@@ -66,6 +62,7 @@ class ClientOptions(object):
 
     @property
     def server_side_dry_run(self) -> bool:
+        # read by kubernetes.core's get_api_client (the K8SClient's dry_run), as of AnsibleK8SModule
         return self.check_mode and _k8s_core().has_at_least("kubernetes", "18.20.0")
 
     def has_at_least(self, dependency: str, minimum: str | None = None, warn: bool = False) -> bool:
@@ -128,10 +125,8 @@ def finish(result: dict[str, Any], params: dict[str, Any], no_log_values: set[st
            deprecations: list[dict[str, Any]] | None = None, plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """The result as the module process returns it: invocation, redaction, JSON types.
 
-    ``plain_keys``: top-level keys whose values the run function builds from JSON types only (str
-    keys; dict, list, str, int, float, bool, None): the JSON round trip, which only copies them, skips
-    them unless a value had to be redacted. At 1,000 nodes x 8 cells that is the 0.7 MB topology
-    fact: 0.03-0.06 s of json.dumps + json.loads in the worker, before ansible-core sees the result.
+    ``plain_keys``: top-level keys whose values the run function builds from JSON types only: the
+    JSON round trip, which only copies them, skips them unless a value had to be redacted.
     """
     result = dict(result)
     result.setdefault("invocation", {"module_args": params})

@@ -2,53 +2,40 @@
 # SPDX-License-Identifier: Apache-2.0
 """One run of target_cluster, shared by the module and its action plugin (k8s/runner.py).
 
-Owns: the module's options (kubernetes.core's auth options, ``auth.py``'s redaction rule), the
-client, the ``/version`` request and the result (``describe_target``'s server, context and
-kubeconfig, and ``server_version``; ``failed`` with ``msg`` when the client cannot be built or the
-cluster not reached). ``client_error`` is the one wording of a client that cannot be built, for the
-other cluster modules too.
+Owns the module's options and its result: the cluster the options point at (``describe_target``'s
+server, context and kubeconfig) and the API server's version, or ``failed`` with ``msg``.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec, describe_target
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
-
-if TYPE_CHECKING:  # the annotation only: the module does not import the runner
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 
 def argument_spec() -> dict[str, Any]:
     return auth_argument_spec(AUTH_ARG_SPEC)
 
 
-def client_error(exc: Exception) -> str:
-    """The message of a ``get_api_client`` failure."""
-    if isinstance(exc, CoreException):
-        return "cannot create a Kubernetes client: %s" % exc
-    # kubeconfig errors surface as various exception types
-    return "cannot create a Kubernetes client: %s: %s" % (type(exc).__name__, exc)
-
-
-def run_target(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
+def run_target(params: ModuleParams, check_mode: bool, source: Any, get_client: factory.GetClient) -> dict[str, Any]:
     """``get_client(source)``'s cluster: ``{server, context, kubeconfig, server_version}``."""
     try:
-        client = get_client(source)
-    except Exception as exc:  # pylint: disable=broad-except
-        return {"failed": True, "msg": client_error(exc)}
-    result: dict[str, Any] = dict(describe_target(params, client.configuration.host))
+        cluster = factory.connect(get_client, source, params)
+    except ClusterError as exc:
+        return {"failed": True, "msg": factory.failure("cannot read the cluster's version", exc)}
+    result: dict[str, Any] = dict(describe_target(params, cluster.host))
     try:
-        result["server_version"] = RawApi(client.client).version().get("gitVersion")
-    except KubeRequestError as exc:
-        result.update(failed=True, msg="cannot reach the cluster at %s (context %s): %s"
-                      % (result["server"], result["context"], exc.message))
+        result["server_version"] = cluster.api.version().get("gitVersion")
+    except ClusterError as exc:
+        doing = "cannot read the version of the cluster at %s (context %s)" % (result["server"], result["context"])
+        result.update(failed=True, msg=factory.failure(doing, exc))
         return result
     result["changed"] = False
     return result

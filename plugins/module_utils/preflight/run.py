@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """One run of preflight, shared by the module and its action plugin (k8s/runner.py).
 
-Owns: the module's options (``argument_spec``), their checks beyond the spec, the client, the
-choice between the checks (gather.py) and, with ``checks: false``, only the cluster and what is
-installed, the report file and the result: ``failed`` with ``msg`` (the summary lines appended),
-``report`` and ``summary`` when preflight could not check or did not pass.
+Owns: the module's options (``argument_spec``), their checks beyond the spec, the choice between
+the checks (gather.py) and, with ``checks: false``, only the cluster and what is installed, the
+report file and the result: ``failed`` with ``msg`` (the summary lines appended), ``report`` and
+``summary`` when preflight could not check or did not pass. The client is k8s/factory.py's.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -13,14 +13,14 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec, describe_target
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as preflight_nodes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import report as preflight_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
@@ -31,9 +31,6 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.prefligh
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_files import PREFLIGHT, write_report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import parse_version
-
-if TYPE_CHECKING:  # the annotation only: the module does not import the runner
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
 
 def argument_spec() -> ArgumentSpec:
@@ -98,28 +95,24 @@ def not_checked(api: RawApi, params: ModuleParams) -> PreflightResult:
     return result
 
 
-def run_preflight(params: ModuleParams, check_mode: bool, source: Any, get_client: "GetClient") -> PreflightResult:
-    """The module's result: ``get_client(source)`` builds the client (kubernetes.core's
-    ``get_api_client`` with the module, or runner.ClientOptions in process)."""
+def run_preflight(params: ModuleParams, check_mode: bool, source: Any,
+                  get_client: factory.GetClient) -> PreflightResult:
+    """The module's result; ``get_client(source)`` builds the client (k8s/factory.py)."""
     problem, reserved = option_problem(params)
     if problem:
         return could_not_run(problem)
     try:
-        client = get_client(source)
-    except Exception as exc:  # pylint: disable=broad-except
-        return could_not_run(client_error(exc))
-    api = RawApi(client.client)
-    try:
+        cluster = factory.connect(get_client, source, params)
         if params["checks"]:
-            result, message = run_checks(api, params, reserved)
+            result, message = run_checks(cluster.api, params, reserved)
         else:
-            result, message = not_checked(api, params), None
-    except KubeRequestError as exc:
-        return could_not_run("preflight could not read the cluster: %s" % exc.message)
+            result, message = not_checked(cluster.api, params), None
+    except ClusterError as exc:
+        return could_not_run(factory.failure("preflight could not read the cluster", exc))
     # the cluster checked (and about to be changed by the role): API server URL, context, kubeconfig
-    cluster = describe_target(params, client.configuration.host)
-    result["cluster"] = {"server": cluster["server"], "context": cluster["context"], "kubeconfig": cluster["kubeconfig"],
-                         "text": preflight_report.cluster_line(cluster)}
+    target = describe_target(params, cluster.host)
+    result["cluster"] = {"server": target["server"], "context": target["context"], "kubeconfig": target["kubeconfig"],
+                         "text": preflight_report.cluster_line(target)}
     # the checked nodes whose Ready condition is not True (None: not asked): cpu_topology counts
     # their pools in no figure without asking again
     result["not_ready_nodes"] = (sorted(set(f["node"] for f in result["findings"]

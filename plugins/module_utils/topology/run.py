@@ -19,13 +19,14 @@ __metaclass__ = type
 
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable, sizing
@@ -51,9 +52,6 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_di
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import wait_serving
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.reports import write_topology_reports
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
-
-if TYPE_CHECKING:  # the annotation only: the module does not import the runner
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
 
 def argument_spec() -> dict[str, Any]:
@@ -105,21 +103,18 @@ def check_params(params: dict[str, Any]) -> tuple[list[str], list[int]]:
     return problems, reserved
 
 
-def run_cpu_topology(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
+def run_cpu_topology(params: ModuleParams, check_mode: bool, source: Any,
+                     get_client: factory.GetClient) -> dict[str, Any]:
     """The module's result (``failed`` and ``msg`` on failure, when the topology is returned as
     ``topology`` instead of the fact); ``get_client(source)`` builds the client."""
     problems, reserved = check_params(params)
     if problems:
         return {"failed": True, "msg": "; ".join(problems)}
     try:
-        client = get_client(source)
-    except Exception as exc:  # pylint: disable=broad-except
-        return {"failed": True, "msg": client_error(exc)}
-    try:
-        result, failure = run(RawApi(client.client), params, reserved,
-                              report_dir=None if check_mode else params["report_dir"])
-    except KubeRequestError as exc:
-        return {"failed": True, "msg": "cannot read the driver's CPU topology: %s" % exc.message}
+        api = factory.connect(get_client, source, params).api
+        result, failure = run(api, params, reserved, report_dir=None if check_mode else params["report_dir"])
+    except ClusterError as exc:
+        return {"failed": True, "msg": factory.failure("cannot read the driver's CPU topology", exc)}
     result["changed"] = False
     if failure:
         # facts are not set on failure; the topology is still returned for the record

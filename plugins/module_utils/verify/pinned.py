@@ -4,11 +4,8 @@
 driver pinned a pod's containers to, as the driver itself logs it.
 
 Owns: the module's options, finding the pod's node and the driver pod on that node (the release's
-DaemonSets, topology/driver_pods.py), reading that pod's log and ``parse_pinned``. The Kubernetes API
-does not show a container's CPUs; upstream dra-driver-cpu pins each container through NRI and logs
-``"guaranteed CPUs found" pod="<namespace>/<name>" ... container="<name>" ... cpus="<cpuset>"``
-(pkg/driver/nri_hooks.go CreateContainer, at ``--v=2``; its charts run ``--v=4``). Nothing found (a
-lower verbosity, a rotated log, a driver that does not pin) is not an error: ``found`` is false.
+DaemonSets, topology/driver_pods.py), reading that pod's log and ``parse_pinned`` (upstream's
+``"guaranteed CPUs found"`` line, nri_hooks.go CreateContainer; the module's DOCUMENTATION says more).
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -18,21 +15,19 @@ __metaclass__ = type
 import json
 import re
 from urllib.parse import quote
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     list_driver_pods,
     pod_node,
     resolve_pod_selectors,
 )
-
-if TYPE_CHECKING:  # the annotation only: the module does not import the runner
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
 
 # upstream's message when a container with claims is created (nri_hooks.go CreateContainer)
 PINNED_MESSAGE = '"guaranteed CPUs found"'
@@ -95,14 +90,11 @@ def pinned(api: RawApi, params: dict[str, Any]) -> dict[str, Any]:
     return dict(result, driver_pod=name, containers=containers, found=bool(containers))
 
 
-def run_pinned_cpus(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
-    """The module's result; ``get_client(source)`` builds the client."""
+def run_pinned_cpus(params: ModuleParams, check_mode: bool, source: Any,
+                    get_client: factory.GetClient) -> dict[str, Any]:
+    """The module's result; ``get_client(source)`` builds the client (k8s/factory.py)."""
     try:
-        client = get_client(source)
-    except Exception as exc:  # pylint: disable=broad-except
-        return {"failed": True, "msg": client_error(exc)}
-    try:
-        return pinned(RawApi(client.client), params)
-    except KubeRequestError as exc:
-        return {"failed": True, "msg": "cannot read the pinned CPUs of pod %s/%s: %s"
-                % (params["namespace"], params["pod"], exc.message)}
+        return pinned(factory.connect(get_client, source, params).api, params)
+    except ClusterError as exc:
+        doing = "cannot read the pinned CPUs of pod %s/%s" % (params["namespace"], params["pod"])
+        return {"failed": True, "msg": factory.failure(doing, exc)}

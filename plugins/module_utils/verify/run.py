@@ -23,26 +23,27 @@ __metaclass__ = type
 import time
 from collections.abc import Callable
 from urllib.parse import quote
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import (
     RESOURCE_SLICES_PATH,
+    ClusterError,
     KubeRequestError,
     RawApi,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.target import client_error
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import manifests, readout, report, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import node_allocatable as kep5517
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.objects import Objects
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.pinned import pinned as read_pinned
-
-if TYPE_CHECKING:  # the annotation only: the module does not import the runner
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.runner import GetClient
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.report import VerifyResult, Vmi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import TopologyFact
 
 # Kubernetes' own e2e busybox: k8s.io/kubernetes test/utils/image/manifest.go,
 # `configs[BusyBox] = Config{list.PromoterE2eRegistry, "busybox", "1.37.0-1"}` (PromoterE2eRegistry is
@@ -90,14 +91,14 @@ def argument_spec() -> dict[str, Any]:
 
 
 def _topology(api: RawApi, params: dict[str, Any], clock: Callable[[], float] | None,
-              sleep: Callable[[float], None] | None) -> tuple[dict[str, Any], str | None]:
+              sleep: Callable[[float], None] | None) -> tuple[TopologyFact, str | None]:
     """The topology stage's fact for the driver's nodes (waited for, as the role's topology stage)."""
     tparams = dict((k, v.get("default")) for k, v in topology_run.argument_spec().items())
     tparams.update(driver=manifests.DEVICE_CLASS, namespace=params["driver_namespace"],
                    release_name=params["release_name"], wait=True, timeout=params["topology_timeout"])
     result, failure = topology_run.run(api, tparams, [], clock=clock, sleep=sleep)
     fact = (result.get("ansible_facts") or {}).get("dra_cpu_topology") or result.get("topology") or {}
-    return fact, failure
+    return cast(TopologyFact, fact), failure
 
 
 def _wait_for(clock: Callable[[], float], sleep: Callable[[float], None], timeout: int,
@@ -107,8 +108,8 @@ def _wait_for(clock: Callable[[], float], sleep: Callable[[float], None], timeou
     return poll_until(done, bool, timeout, POLL, clock, sleep).done
 
 
-def verify(api: RawApi, params: dict[str, Any], check_mode: bool, clock: Callable[[], float] | None = None,
-           sleep: Callable[[float], None] | None = None) -> dict[str, Any]:
+def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[[], float] | None = None,
+           sleep: Callable[[float], None] | None = None) -> VerifyResult:
     """The module's result (``failed`` and ``msg`` when the claim is not proven)."""
     now, pause = clock or time.monotonic, sleep or time.sleep
     problems = sizing.check_size_params(params)
@@ -123,32 +124,35 @@ def verify(api: RawApi, params: dict[str, Any], check_mode: bool, clock: Callabl
     cpus, size_line = vm["host_cpus"], sizing.sizing_line("%s/%s" % (namespace, vmi_name), vm)
     claim_only = mode != "individual" and bool(fact.get("node_allocatable_mapping"))
     claim, pod_name = manifests.claim_name(vmi_name), manifests.pod_name(vmi_name)
-    result: dict[str, Any] = {"changed": False, "cpus": cpus, "vmi": dict(vm, name=vmi_name), "mode": mode,
-                              "claim_name": claim, "pod_name": pod_name, "claim_only": claim_only,
-                              "numa_attribute": None, "sizing": size_line, "passed": False,
-                              "metadata_file": manifests.metadata_path(claim),
-                              "ansible_facts": {"dra_cpu_topology": fact}}
+    result: VerifyResult = {"changed": False, "cpus": cpus, "vmi": cast(Vmi, dict(vm, name=vmi_name)), "mode": mode,
+                            "claim_name": claim, "pod_name": pod_name, "claim_only": claim_only,
+                            "numa_attribute": None, "sizing": size_line, "passed": False,
+                            "metadata_file": manifests.metadata_path(claim),
+                            "ansible_facts": {"dra_cpu_topology": fact}}
     if params.get("allow_missing_metadata") is not None:
         result["warnings"] = [DEPRECATED_METADATA_OPTION]
     if mode == "individual" and not params.get("individual_claim"):
-        return dict(result, failed=True, msg=INDIVIDUAL_MODE, report=[size_line])
+        result.update({"failed": True, "msg": INDIVIDUAL_MODE, "report": [size_line]})
+        return result
     if cpus < 1:
-        return dict(result, failed=True, report=[size_line],
-                    msg=sizing.NO_CPUS % int(fact.get("max_vm_host_cpus") or 0))
+        result.update({"failed": True, "report": [size_line],
+                       "msg": sizing.NO_CPUS % int(fact.get("max_vm_host_cpus") or 0)})
+        return result
     slices = api.get_json(RESOURCE_SLICES_PATH,
                           {"fieldSelector": "spec.driver=%s" % manifests.DEVICE_CLASS}).get("items") or []
     numa = manifests.numa_attribute(slices) if mode == "individual" else None
     result["numa_attribute"] = numa
     if check_mode:
-        return dict(result, report=[size_line, report.check_mode_line(namespace, claim, pod_name, cpus, mode, numa,
-                                                                      claim_only)])
-    result.update(claim_manifest=manifests.claim_manifest(claim, namespace, cpus, mode, numa),
-                  pod_manifest=manifests.pod_manifest(pod_name, namespace, claim, cpus, params["image"],
-                                                      params["tolerations"], claim_only))
+        result["report"] = [size_line, report.check_mode_line(namespace, claim, pod_name, cpus, mode, numa, claim_only)]
+        return result
+    result.update({"claim_manifest": manifests.claim_manifest(claim, namespace, cpus, mode, numa),
+                   "pod_manifest": manifests.pod_manifest(pod_name, namespace, claim, cpus, params["image"],
+                                                      params["tolerations"], claim_only)})
     objects = Objects(api, namespace, vmi_name, now, pause)
     leftovers = objects.delete(params["timeout"])
     if leftovers:
-        return dict(result, failed=True, msg="cannot remove the test objects of an earlier run: %s" % "; ".join(leftovers))
+        result.update({"failed": True, "msg": "cannot remove the test objects of an earlier run: %s" % "; ".join(leftovers)})
+        return result
     try:
         outcome = _prove(api, objects, params, result, manifests.newest_devices(slices), now, pause)
     finally:
@@ -158,7 +162,7 @@ def verify(api: RawApi, params: dict[str, Any], check_mode: bool, clock: Callabl
     if cleanup:
         result.setdefault("report", []).append("test objects not removed: %s" % "; ".join(cleanup))
         if not result.get("failed"):
-            result.update(failed=True, msg="the test objects were not removed: %s" % "; ".join(cleanup))
+            result.update({"failed": True, "msg": "the test objects were not removed: %s" % "; ".join(cleanup)})
     return result
 
 
@@ -183,9 +187,9 @@ def _probe(api: RawApi, objects: Objects, params: dict[str, Any], node: str, cpu
     return probe, kep5517.probe_problem(probe["outcome"], node, millis, cpus)
 
 
-def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[str, Any],
+def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: VerifyResult,
            devices: list[tuple[str, dict[str, Any]]], now: Callable[[], float],
-           pause: Callable[[float], None]) -> dict[str, Any]:
+           pause: Callable[[float], None]) -> VerifyResult:
     namespace, timeout, cpus, mode = params["namespace"], params["timeout"], result["cpus"], result["mode"]
     size_line = result["sizing"]
     api.send_json("POST", objects.claims, result["claim_manifest"])
@@ -228,7 +232,7 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[s
                              (pinned.get("containers") or {}).get(manifests.CONTAINER), params,
                              result["metadata_file"], readout.placement_of(results, devices, mode))
     node = (pod.get("spec") or {}).get("nodeName")
-    out: dict[str, Any] = {"claim": claim, "pod": pod, "node": node, "pod_phase": (pod.get("status") or {}).get("phase"),
+    out: VerifyResult = {"claim": claim, "pod": pod, "node": node, "pod_phase": (pod.get("status") or {}).get("phase"),
                            "qos_class": (pod.get("status") or {}).get("qosClass"), "readout": seen_out,
                            "pinned": pinned, "log": seen.get("log")}
     lines = [size_line, report.allocation_line(objects.claim_name, cpus, results, pod, mode, result["numa_attribute"])]
@@ -239,21 +243,18 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: dict[s
         seen_out["problems"] += status_problems + ([probe_problem] if probe_problem else [])
         out["node_allocatable"] = {"claim_status": status, "probe": probe}
         lines += report.node_allocatable_lines(status, probe, cpus)
-    out.update(report=lines, passed=not seen_out["problems"])
+    out.update({"report": lines, "passed": not seen_out["problems"]})
     if seen_out["problems"]:
-        out.update(failed=True, msg="the claim was allocated and its pod runs, but what its container sees is not "
-                   "what KubeVirt's virt-launcher needs: %s" % "; ".join(seen_out["problems"]))
+        out.update({"failed": True, "msg": "the claim was allocated and its pod runs, but what its container sees is not "
+                   "what KubeVirt's virt-launcher needs: %s" % "; ".join(seen_out["problems"])})
     return out
 
 
-def run_verify(params: dict[str, Any], check_mode: bool, source: Any, get_client: "GetClient") -> dict[str, Any]:
-    """The module's result; ``get_client(source)`` builds the client."""
+def run_verify(params: ModuleParams, check_mode: bool, source: Any,
+               get_client: factory.GetClient) -> VerifyResult:
+    """The module's result; ``get_client(source)`` builds the client (k8s/factory.py)."""
     try:
-        client = get_client(source)
-    except Exception as exc:  # pylint: disable=broad-except
-        return {"failed": True, "msg": client_error(exc)}
-    try:
-        return verify(RawApi(client.client), params, check_mode)
-    except KubeRequestError as exc:
+        return verify(factory.connect(get_client, source, params).api, params, check_mode)
+    except ClusterError as exc:
         return {"failed": True, "changed": False,
-                "msg": "cannot verify VMI %s/%s's claim: %s" % (params["namespace"], params["name"], exc.message)}
+                "msg": factory.failure("cannot verify VMI %s/%s's claim" % (params["namespace"], params["name"]), exc)}

@@ -114,7 +114,8 @@ def test_forbidden_watch_names_verb_and_resource():
     assert failed is True
     assert result["msg"] == ("cannot read the driver's CPU topology: permission denied: cannot watch "
                              "resourceslices.resource.k8s.io (GET /apis/resource.k8s.io/v1/resourceslices): "
-                             "resourceslices.resource.k8s.io is forbidden")
+                             "resourceslices.resource.k8s.io is forbidden; grant apiGroups [\"resource.k8s.io\"] "
+                             "resources [\"resourceslices\"] verbs [\"watch\"] in a ClusterRole (docs/rbac.md)")
 
 
 def test_wait_false_reports_pending_without_failing():

@@ -211,7 +211,8 @@ def test_forbidden_version_is_a_message_not_a_traceback():
     result, failed = run_module(preflight, {}, cluster)
     assert failed is True
     assert result["msg"] == ("preflight could not read the cluster: permission denied: cannot get non-resource URL "
-                             "/version (GET /version): forbidden")
+                             "/version (GET /version): forbidden; grant nonResourceURLs [\"/version\"] verbs "
+                             "[\"get\"] in a ClusterRole (docs/rbac.md)")
     assert "exception" not in result
 
 

@@ -73,7 +73,8 @@ def test_forbidden_names_verb_and_resource():
     err = exc.value
     assert err.forbidden and err.verb == "get" and err.resource == "nodes/proxy"
     assert str(err) == ('permission denied: cannot get nodes/proxy (GET /api/v1/nodes/node01/proxy/configz): '
-                        'nodes "node01" is forbidden: User "u" cannot get resource "nodes/proxy"')
+                        'nodes "node01" is forbidden: User "u" cannot get resource "nodes/proxy"; grant apiGroups [""] '
+                        'resources ["nodes/proxy"] verbs ["get"] in a ClusterRole (docs/rbac.md)')
 
 
 def test_real_api_exception_translated():
@@ -82,8 +83,9 @@ def test_real_api_exception_translated():
     exc.body = '{"message": "forbidden: User \\"u\\" cannot get path \\"/metrics\\""}'
     err = kc.translate_error(exc, "/metrics")
     assert err.status == 403
-    assert str(err) == 'permission denied: cannot get non-resource URL /metrics (GET /metrics): forbidden: User "u" ' \
-                       'cannot get path "/metrics"'
+    assert str(err) == ('permission denied: cannot get non-resource URL /metrics (GET /metrics): forbidden: User "u" '
+                        'cannot get path "/metrics"; grant nonResourceURLs ["/metrics"] verbs ["get"] in a ClusterRole '
+                        '(docs/rbac.md)')
 
 
 def test_connection_error():
@@ -93,12 +95,23 @@ def test_connection_error():
 
 
 def test_other_statuses():
-    assert str(kc.translate_error(HTTPError(401), "/version")).startswith("unauthorized:")
-    err = kc.translate_error(HTTPError(404, "plain text"), "/api/v1/nodes/x")
-    assert err.not_found and str(err) == "not found: get nodes (GET /api/v1/nodes/x): plain text"
     err = kc.translate_error(HTTPError(410), "/apis/resource.k8s.io/v1/resourceslices", {"watch": "true"})
     assert err.gone and err.verb == "watch"
-    assert str(kc.translate_error(HTTPError(500), "/version")).startswith("HTTP 500 from the API server")
+    assert str(err) == "HTTP 410 from the API server for watch resourceslices.resource.k8s.io (GET " \
+                       "/apis/resource.k8s.io/v1/resourceslices)"
+
+
+@pytest.mark.parametrize("path, verb, fix", [
+    ("/api/v1/namespaces/ns/pods/p/log", "get",
+     'grant apiGroups [""] resources ["pods/log"] verbs ["get"] in a Role in namespace ns or a ClusterRole'),
+    ("/apis/apps/v1/namespaces/ns/daemonsets", "list",
+     'grant apiGroups ["apps"] resources ["daemonsets"] verbs ["list"] in a Role in namespace ns or a ClusterRole'),
+    ("/apis/resource.k8s.io/v1/resourceslices", "watch",
+     'grant apiGroups ["resource.k8s.io"] resources ["resourceslices"] verbs ["watch"] in a ClusterRole'),
+    ("/metrics", "get", 'grant nonResourceURLs ["/metrics"] verbs ["get"] in a ClusterRole'),
+])
+def test_rbac_fix_is_the_rule_to_add(path, verb, fix):
+    assert kc.rbac_fix(path, verb) == fix + " (docs/rbac.md)"
 
 
 def test_get_json_and_text():

@@ -104,7 +104,8 @@ def test_forbidden_is_translated(api):
         api.configz("node01")
     assert exc.value.status == 403
     assert str(exc.value) == ('permission denied: cannot get nodes/proxy (GET /api/v1/nodes/node01/proxy/configz): '
-                              'nodes "node01" is forbidden: cannot get resource "nodes/proxy"')
+                              'nodes "node01" is forbidden: cannot get resource "nodes/proxy"; grant apiGroups [""] '
+                              'resources ["nodes/proxy"] verbs ["get"] in a ClusterRole (docs/rbac.md)')
     assert "secret-token" not in str(exc.value)
 
 

@@ -73,10 +73,12 @@ def test_checks_off_on_an_unreachable_cluster_fails_as_could_not_run():
 
 
 def test_a_client_that_cannot_be_built_is_the_one_line_report():
-    got = run_preflight(params(), False, None, mock.Mock(side_effect=ValueError("no kubeconfig")))
-    assert got == {"failed": True, "msg": "cannot create a Kubernetes client: ValueError: no kubeconfig",
-                   "report": ["Preflight could not run: cannot create a Kubernetes client: ValueError: no kubeconfig"],
-                   "summary": ["Preflight could not run: cannot create a Kubernetes client: ValueError: no kubeconfig"]}
+    got = run_preflight(params(kubeconfig="/k/config", context="kind"), False, None,
+                        mock.Mock(side_effect=ValueError("no kubeconfig")))
+    msg = ("preflight could not read the cluster: cannot create a Kubernetes client from kubeconfig /k/config, "
+           "context kind: ValueError: no kubeconfig")
+    assert got == {"failed": True, "msg": msg, "report": ["Preflight could not run: " + msg],
+                   "summary": ["Preflight could not run: " + msg]}
 
 
 def test_bad_options_fail_before_the_client_with_checks_on_or_off():
