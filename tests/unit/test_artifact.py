@@ -22,8 +22,10 @@ GENERATED = ("MANIFEST.json", "FILES.json")
 # merged in verify (issue 37: the VMI's fields, objects.py, node_allocatable.py and their docs) about 11 KiB
 # more (230,923 bytes), the KEP-5517 mapping in the role (its validate, chart, preflight and topology parts)
 # and the manual's pages under docs/ (issue 38) 14 KiB more (244,830 bytes); docs/upstream.md, the upstream
-# facts the code relies on (issue 45 item 7), about 9 KiB more (259,488 bytes)
-MAX_BYTES = 258 * 1024
+# facts the code relies on (issue 45 item 7), about 9 KiB more (259,488 bytes); issue 45's refactor (the wait
+# primitive, the client factory, the typed shapes and the reasoning moved from docstrings into
+# docs/internals.md) about 14 KiB more (273,259 bytes)
+MAX_BYTES = 272 * 1024
 # Projects the documents may link to that are not this collection
 OTHER_PROJECTS = {
     "kubernetes-sigs/dra-driver-cpu", "kubernetes/kubernetes", "kubernetes/enhancements",
