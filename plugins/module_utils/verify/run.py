@@ -147,7 +147,7 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
         return result
     result.update({"claim_manifest": manifests.claim_manifest(claim, namespace, cpus, mode, numa),
                    "pod_manifest": manifests.pod_manifest(pod_name, namespace, claim, cpus, params["image"],
-                                                      params["tolerations"], claim_only)})
+                                                          params["tolerations"], claim_only)})
     objects = Objects(api, namespace, vmi_name, now, pause)
     leftovers = objects.delete(params["timeout"])
     if leftovers:
@@ -233,8 +233,8 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: Verify
                              result["metadata_file"], readout.placement_of(results, devices, mode))
     node = (pod.get("spec") or {}).get("nodeName")
     out: VerifyResult = {"claim": claim, "pod": pod, "node": node, "pod_phase": (pod.get("status") or {}).get("phase"),
-                           "qos_class": (pod.get("status") or {}).get("qosClass"), "readout": seen_out,
-                           "pinned": pinned, "log": seen.get("log")}
+                         "qos_class": (pod.get("status") or {}).get("qosClass"), "readout": seen_out,
+                         "pinned": pinned, "log": seen.get("log")}
     lines = [size_line, report.allocation_line(objects.claim_name, cpus, results, pod, mode, result["numa_attribute"])]
     lines += report.readout_lines(seen_out, result["metadata_file"], pinned)
     if result["claim_only"]:
