@@ -31,7 +31,7 @@ def events(sc):
 
 @pytest.mark.parametrize("kind", timeline.KINDS)
 def test_a_seed_gives_one_schedule(kind):
-    a, b = (timeline.build(kind, 10, 2, 7, span=20.0) for _ in range(2))
+    a, b = (timeline.build(kind, 10, 2, 7, span=20.0) for _rep in range(2))
     assert events(a) == events(b) and a.special_node == b.special_node
     assert events(a) != events(timeline.build(kind, 10, 2, 8, span=20.0))
 
@@ -56,8 +56,8 @@ def test_the_special_nodes_last_required_event_completes_the_schedule(kind, last
 def test_restart_generation_updates_in_place_before_the_last_other_node():
     sc = timeline.build("restart-generation", 10, 2, 3, span=20.0)
     special = [(e.t, e.op) for e in sc.events if e.node == sc.special_node]
-    assert [op for _, op in special] == ["create", "create", "update", "update"]
-    assert [t for t, _ in special[2:]] == [8.0, 9.0]
+    assert [op for _t, op in special] == ["create", "create", "update", "update"]
+    assert [t for t, _op in special[2:]] == [8.0, 9.0]
     last = sc.events[timeline.last_required_index(sc)]
     assert last.node != sc.special_node and last.t == 15.0
 

@@ -88,7 +88,7 @@ def test_components_start_in_order_each_recorded_before_it_is_waited_on(started,
 
 
 def test_real_nodes_only_no_simulator_and_the_registry_and_apiserver_answer_from_the_namespace(started):
-    events, _ = started(CLUSTER_NODES="0", CLUSTER_REAL_NODES="1")
+    events, _state = started(CLUSTER_NODES="0", CLUSTER_REAL_NODES="1")
     assert "sim" not in spawned(events)
     assert ("registry-bind", "0.0.0.0") in events
     [apiserver] = [e[2] for e in events if e[0] == "spawn" and e[1] == "kube-apiserver"]

@@ -66,7 +66,7 @@ def test_a_containerd_node_alone_in_a_cluster_of_real_nodes(configure):
 
 
 def test_beside_simulated_nodes_the_real_node_taint_and_the_feature_gates(configure):
-    _, nd = configure(sim_nodes="2", gates="A=true, B=false", index=1, shared_netns=True)
+    _unused, nd = configure(sim_nodes="2", gates="A=true, B=false", index=1, shared_netns=True)
     kubelet = yaml.safe_load((nd / "kubelet.yaml").read_text())
     assert kubelet["registerWithTaints"] == [rnc.TAINT]
     assert kubelet["featureGates"] == {"A": True, "B": False}
