@@ -24,6 +24,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema imp
     helm_choice,
     schema_requirements,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec
 
 try:
     import yaml
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
 FILES = ("Chart.yaml", "values.yaml", "values.schema.json")
 
 
-def argument_spec() -> dict[str, Any]:
+def argument_spec() -> ArgumentSpec:
     """The typed options of kubevirtci.dra_cpu.chart_layout (module and action plugin)."""
     return dict(
         path=dict(type="path", default=""),

@@ -22,6 +22,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.checksum i
     choose_checksum,
     merge_checksums,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec
 
 # ``run(argv) -> (rc, stdout)``: how a helm command is run
 Runner = Callable[[list[str]], tuple[int, str]]
@@ -31,7 +32,7 @@ USABLE_BELOW = (4, 0, 0)
 _VERSION = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)")
 
 
-def argument_spec() -> dict[str, Any]:
+def argument_spec() -> ArgumentSpec:
     """The options of kubevirtci.dra_cpu.helm_tool (the module's DOCUMENTATION describes them)."""
     return dict(
         binary=dict(type="str", default=""),

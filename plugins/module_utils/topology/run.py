@@ -23,7 +23,7 @@ from typing import Any
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
@@ -54,8 +54,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.report
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
 
 
-def argument_spec() -> dict[str, Any]:
-    spec = dict(
+def argument_spec() -> ArgumentSpec:
+    spec: ArgumentSpec = dict(
         driver=dict(type="str", default=topo.DEFAULT_DRIVER),
         nodes=dict(type="list", elements="str"),
         namespace=dict(type="str", default="dra-driver-cpu"),

@@ -53,6 +53,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.kubeconfig import check_kubeconfig
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.types import Settings
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec
 
 # the role's gate (dra_cpu_enabled, KUBEVIRT_USE_DRA_CPU): validate's ``run`` when it is off, and what it says
 SKIP = "skip"
@@ -305,7 +306,7 @@ def validate_inputs(params: ModuleParams | None) -> tuple[Settings, list[str]]:
     return cast(Settings, settings), errors
 
 
-def argument_spec() -> dict[str, Any]:
+def argument_spec() -> ArgumentSpec:
     """The typed options of kubevirtci.dra_cpu.validate (module and action plugin).
 
     ``raw`` only where a value has more than one accepted form: ``helm_timeout`` (seconds or a Go

@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import (
     RESOURCE_SLICES_PATH,
     ClusterError,
@@ -62,7 +62,7 @@ INDIVIDUAL_MODE = (
     "spec.resourceClaims escape hatch would reference)")
 
 
-def argument_spec() -> dict[str, Any]:
+def argument_spec() -> ArgumentSpec:
     spec = auth_argument_spec(AUTH_ARG_SPEC)
     spec.update(
         name=dict(type="str", default="dra-cpu-verify"),
