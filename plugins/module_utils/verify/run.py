@@ -97,8 +97,9 @@ def _topology(api: RawApi, params: dict[str, Any], clock: Callable[[], float] | 
     tparams.update(driver=manifests.DEVICE_CLASS, namespace=params["driver_namespace"],
                    release_name=params["release_name"], wait=True, timeout=params["topology_timeout"])
     result, failure = topology_run.run(api, tparams, [], clock=clock, sleep=sleep)
-    fact = (result.get("ansible_facts") or {}).get("dra_cpu_topology") or result.get("topology") or {}
-    return cast(TopologyFact, fact), failure
+    facts = result.get("ansible_facts") or {}
+    fact = facts.get("dra_cpu_topology") or result.get("topology")
+    return cast(TopologyFact, fact or {}), failure
 
 
 def _wait_for(clock: Callable[[], float], sleep: Callable[[float], None], timeout: int,
