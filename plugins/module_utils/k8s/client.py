@@ -14,8 +14,8 @@ __metaclass__ = type
 
 import json
 from urllib.parse import quote
-from collections.abc import Iterable, Iterator
-from typing import Any, Mapping, NamedTuple, Union
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple, Union
 
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
