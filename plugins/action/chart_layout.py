@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections.abc import Mapping
 from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -20,12 +21,13 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.local_first import LocalFirstAction
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.fetch import run_subprocess
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.stage import argument_spec, chart_result
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 MODULE = "kubevirtci.dra_cpu.chart_layout"
 
 
-def run_local(args: dict[str, Any], check_mode: bool = False,
-              environment: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_local(args: ModuleParams, check_mode: bool = False,
+              environment: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The module's result for task ``args``, computed in this process."""
     checked = ArgumentSpecValidator(argument_spec()).validate(dict(args or {}))
     if checked.error_messages:
@@ -41,7 +43,7 @@ def run_local(args: dict[str, Any], check_mode: bool = False,
 class ActionModule(LocalFirstAction):
     MODULE = MODULE
 
-    def run_local(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+    def run_local(self, args: ModuleParams, task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
         environment: dict[str, Any] = {}
         self._compute_environment_string(raw_environment_out=environment)
         return run_local(args, check_mode=bool(self._task.check_mode), environment=environment)

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections.abc import Mapping
 from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -22,11 +23,12 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.find impor
     helm_tool,
     subprocess_runner,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 MODULE = "kubevirtci.dra_cpu.helm_tool"
 
 
-def run_local(args: dict[str, Any], check_mode: bool = False, **kwargs: Any) -> dict[str, Any]:
+def run_local(args: ModuleParams, check_mode: bool = False, **kwargs: Any) -> dict[str, Any]:
     """The module's result for task ``args``, computed in this process (``kwargs``: helm_tool's I/O)."""
     checked = ArgumentSpecValidator(argument_spec()).validate(dict(args or {}))
     if checked.error_messages:
@@ -40,5 +42,5 @@ class ActionModule(LocalFirstAction):
     MODULE = MODULE
     _supports_check_mode = True
 
-    def run_local(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+    def run_local(self, args: ModuleParams, task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
         return run_local(args, check_mode=bool(self._task.check_mode))

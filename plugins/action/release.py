@@ -14,15 +14,20 @@ __metaclass__ = type
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.types import ChartValues
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed as inst
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import NamespaceState, ReleaseState
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import plan as release_plan
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.plan import ReleasePlan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.spec import HELM_AUTH_OPTIONS, argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.plugin_utils.uninstall import UninstallSteps
 
@@ -41,13 +46,13 @@ POLL_SECONDS = 3
 
 
 class StageFailed(Exception):
-    def __init__(self, msg: str, result: dict[str, Any] | None = None) -> None:
+    def __init__(self, msg: str, result: Mapping[str, Any] | None = None) -> None:
         super(StageFailed, self).__init__(msg)
         self.msg = msg
         self.result = result or {}
 
 
-def image_line(chart: dict[str, Any], image: str, chart_values: dict[str, Any]) -> tuple[str, str]:
+def image_line(chart: Mapping[str, Any], image: str, chart_values: ChartValues) -> tuple[str, str]:
     source = ("dra_cpu_image" if image
               else ("dra_cpu_chart_values" if (chart_values or {}).get("image") else "the chart's default"))
     shown = chart.get("image") or image or "the chart's default (not read: no helm in check mode)"
@@ -67,7 +72,7 @@ def chart_and_image(chart_lines: list[str], image: str, source: str) -> list[str
     return ["%s, %s" % (chart_lines[0], image_report(image, source))] + chart_lines[1:]
 
 
-def label_report(labels: dict[str, Any], params: dict[str, Any]) -> str:
+def label_report(labels: Mapping[str, str], params: ModuleParams) -> str:
     """The labels set on the namespace, in words: the Pod Security ones and the owner label."""
     psa = params.get("namespace_labels") or {}
     owner = params.get("owner_label") or {}
@@ -80,14 +85,16 @@ def label_report(labels: dict[str, Any], params: dict[str, Any]) -> str:
     return " and ".join(words + other) or "no labels"
 
 
-def installed_now(p: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def installed_now(p: ModuleParams) -> tuple[NamespaceState, ReleaseState]:
     """(namespace state, release state) from preflight's ``installed``, the one reader of what is
     installed; StageFailed when it could not read it or was not given."""
     installed = p["installed"] or {}
     if not installed.get("readable") or installed.get("namespace") is None:
         raise StageFailed("cannot tell what is installed in namespace %s: %s" % (
             p["namespace"], installed.get("error") or "no `installed` given (preflight's result)"))
-    return installed["namespace"], installed.get("release") or {}
+    ns_state: NamespaceState = installed["namespace"]
+    release: ReleaseState = installed.get("release") or ReleaseState()
+    return ns_state, release
 
 
 @dataclass
@@ -95,12 +102,12 @@ class _Run:
     """What the steps of one present run share: the options, the cluster options, the plan and the
     report lines gathered so far."""
 
-    p: dict[str, Any]
+    p: ModuleParams
     check: bool
-    auth: dict[str, Any]
-    helm_auth: dict[str, Any]
-    task_vars: dict[str, Any] | None
-    plan: dict[str, Any]
+    auth: ModuleParams
+    helm_auth: ModuleParams
+    task_vars: Mapping[str, Any] | None
+    plan: ReleasePlan
     want_version: str
     chart_lines: list[str]
     lines: list[str] = field(default_factory=list)
@@ -126,7 +133,7 @@ class ActionModule(UninstallSteps, ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
 
-    def _module(self, name: str, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+    def _module(self, name: str, args: ModuleParams, task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
         self._started.append(name)
         return self._execute_module(module_name=name, module_args=args, task_vars=task_vars)
 
@@ -134,13 +141,13 @@ class ActionModule(UninstallSteps, ActionBase):
     def _fail(msg: str) -> NoReturn:
         raise StageFailed(msg)
 
-    def _checked(self, name: str, args: dict[str, Any], task_vars: dict[str, Any] | None, what: str) -> dict[str, Any]:
+    def _checked(self, name: str, args: ModuleParams, task_vars: Mapping[str, Any] | None, what: str) -> dict[str, Any]:
         result = self._module(name, args, task_vars)
         if result.get("failed"):
             raise StageFailed("%s: %s" % (what, result.get("msg") or "%s failed" % name), result)
         return result
 
-    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+    def run(self, tmp: str | None = None, task_vars: Mapping[str, Any] | None = None) -> dict[str, Any]:
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         checked = ArgumentSpecValidator(argument_spec(AUTH_ARG_SPEC)).validate(dict(self._task.args or {}))
@@ -159,7 +166,7 @@ class ActionModule(UninstallSteps, ActionBase):
 
     # ------------------------------------------------------------------ the stage
 
-    def _release(self, p: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+    def _release(self, p: ModuleParams, task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
         auth, helm_auth = self._auth(p, dict(self._task.args or {}))
         if p["state"] == "absent":
             return self._done(self._uninstall(p, auth, helm_auth, task_vars))
@@ -192,7 +199,7 @@ class ActionModule(UninstallSteps, ActionBase):
         return self._done(out)
 
     @staticmethod
-    def _auth(p: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _auth(p: ModuleParams, given: ModuleParams) -> tuple[ModuleParams, ModuleParams]:
         """(the cluster options for kubernetes.core's k8s modules, those for its helm modules)."""
         # only the cluster options the task was given (module_defaults included): kubernetes.core's
         # modules resolve the rest themselves (K8S_AUTH_*, KUBECONFIG, ~/.kube/config)
@@ -222,8 +229,8 @@ class ActionModule(UninstallSteps, ActionBase):
                                                        label_report(labels, run.p)))
         return bool(done.get("changed"))
 
-    def _helm_step(self, run: "_Run", values: dict[str, Any], changed: bool,
-                   public_plan: dict[str, Any]) -> dict[str, Any]:
+    def _helm_step(self, run: "_Run", values: ChartValues, changed: bool,
+                   public_plan: Mapping[str, Any]) -> dict[str, Any]:
         """Recover a pending release, then install or upgrade unless nothing differs: the result's
         action, revision, changed and report."""
         plan, check, p = run.plan, run.check, run.p
@@ -266,7 +273,7 @@ class ActionModule(UninstallSteps, ActionBase):
         return out
 
     @staticmethod
-    def _revision(status: dict[str, Any] | None, default: int | None) -> int | None:
+    def _revision(status: Mapping[str, Any] | None, default: int | None) -> int | None:
         raw: Any = (status or {}).get("revision")
         try:
             return int(raw)
@@ -275,13 +282,13 @@ class ActionModule(UninstallSteps, ActionBase):
 
     # ------------------------------------------------------------------ the steps
 
-    def _namespace(self, ns: str, auth: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _namespace(self, ns: str, auth: ModuleParams, task_vars: Mapping[str, Any] | None) -> K8sObject | None:
         found = self._checked(K8S_INFO, dict(auth, api_version="v1", kind="Namespace", name=ns), task_vars,
                               "cannot read namespace %s" % ns)
         resources = found.get("resources") or []
         return resources[0] if resources else None
 
-    def _wait_gone(self, ns: str, auth: dict[str, Any], seconds: int, task_vars: dict[str, Any] | None) -> None:
+    def _wait_gone(self, ns: str, auth: ModuleParams, seconds: int, task_vars: Mapping[str, Any] | None) -> None:
         """Until namespace ``ns`` is gone: read through k8s_info (where the connection points, so no
         watch from here) every POLL_SECONDS by k8s/wait.py's polling source."""
         gone = poll_until(lambda: self._namespace(ns, auth, task_vars), lambda seen: seen is None,
@@ -290,8 +297,8 @@ class ActionModule(UninstallSteps, ActionBase):
             raise StageFailed("namespace %s is still being deleted after %d s: nothing can be installed "
                               "into it; re-run once it is gone" % (ns, int(seconds or 0)))
 
-    def _recover(self, how: str, p: dict[str, Any], name: str, ns: str, helm: dict[str, Any], helm_auth: dict[str, Any],
-                 auth: dict[str, Any], task_vars: dict[str, Any] | None) -> None:
+    def _recover(self, how: str, p: ModuleParams, name: str, ns: str, helm: Mapping[str, Any], helm_auth: ModuleParams,
+                 auth: ModuleParams, task_vars: Mapping[str, Any] | None) -> None:
         if how == release_plan.UNINSTALL:
             # the half-installed release goes; it is installed again right after
             self._checked(HELM, dict(helm_auth, release_state="absent", release_name=name, release_namespace=ns,

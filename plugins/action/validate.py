@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections.abc import Mapping
 from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -21,11 +22,12 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.settin
     argument_spec,
     validation_result,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 MODULE = "kubevirtci.dra_cpu.validate"
 
 
-def run_local(args: dict[str, Any]) -> dict[str, Any]:
+def run_local(args: ModuleParams) -> dict[str, Any]:
     """The module's result for task ``args``, computed in this process."""
     checked = ArgumentSpecValidator(argument_spec()).validate(dict(args or {}))
     if checked.error_messages:
@@ -36,10 +38,10 @@ def run_local(args: dict[str, Any]) -> dict[str, Any]:
 class ActionModule(LocalFirstAction):
     MODULE = MODULE
 
-    def run_local(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+    def run_local(self, args: ModuleParams, task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
         return run_local(args)
 
-    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+    def run(self, tmp: str | None = None, task_vars: Mapping[str, Any] | None = None) -> dict[str, Any]:
         result = super(ActionModule, self).run(tmp, task_vars)
         if result.get("skipped"):
             # the gate is off: the one line of the run that says why nothing happens is shown

@@ -12,7 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections.abc import Mapping
 from typing import Any
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 from ansible.plugins.action import ActionBase
 
@@ -23,10 +25,10 @@ class LocalFirstAction(ActionBase):
     TRANSFERS_FILES = False
     MODULE: str | None = None
 
-    def run_local(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+    def run_local(self, args: ModuleParams, task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
         raise NotImplementedError
 
-    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+    def run(self, tmp: str | None = None, task_vars: Mapping[str, Any] | None = None) -> dict[str, Any]:
         result = super(LocalFirstAction, self).run(tmp, task_vars)
         del tmp
         if self._connection.transport != "local":

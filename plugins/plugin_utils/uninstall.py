@@ -17,12 +17,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed as inst
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import uninstall as plan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import DEFAULT_DRIVER
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 
 K8S_INFO = "kubernetes.core.k8s_info"
 K8S = "kubernetes.core.k8s"
@@ -38,17 +40,17 @@ class UninstallSteps(object):
     if TYPE_CHECKING:  # what plugins/action/release.py's ActionModule provides
         _task: Any
 
-        def _checked(self, name: str, args: dict[str, Any], task_vars: dict[str, Any] | None,
+        def _checked(self, name: str, args: ModuleParams, task_vars: Mapping[str, Any] | None,
                      what: str) -> dict[str, Any]: ...
 
-        def _namespace(self, ns: str, auth: dict[str, Any],
-                       task_vars: dict[str, Any] | None) -> dict[str, Any] | None: ...
+        def _namespace(self, ns: str, auth: ModuleParams,
+                       task_vars: Mapping[str, Any] | None) -> K8sObject | None: ...
 
         @staticmethod
         def _fail(msg: str) -> NoReturn: ...
 
-    def _uninstall(self, p: dict[str, Any], auth: dict[str, Any], helm_auth: dict[str, Any],
-                   task_vars: dict[str, Any] | None) -> dict[str, Any]:
+    def _uninstall(self, p: ModuleParams, auth: ModuleParams, helm_auth: ModuleParams,
+                   task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
         check = bool(self._task.check_mode)
         name, ns, timeout = p["release_name"], p["namespace"], p["uninstall_timeout"]
         installed = dict(p["installed"]) if (p["installed"] or {}).get("readable") else {}
@@ -90,10 +92,10 @@ class UninstallSteps(object):
             lines.append(steps["namespace_line"])
         return {"action": action, "changed": changed, "report": lines}
 
-    def _wait_slices_gone(self, auth: dict[str, Any], timeout: int, task_vars: dict[str, Any] | None) -> None:
+    def _wait_slices_gone(self, auth: ModuleParams, timeout: int, task_vars: Mapping[str, Any] | None) -> None:
         """Until no ResourceSlice of the driver is left (read through k8s_info every SLICE_POLL_SECONDS by
         k8s/wait.py's polling source); fails after ``timeout`` seconds naming their nodes."""
-        def read() -> list[dict[str, Any]]:
+        def read() -> list[K8sObject]:
             found = self._checked(K8S_INFO, dict(auth, api_version="resource.k8s.io/v1", kind="ResourceSlice",
                                                  field_selectors=["spec.driver=%s" % DEFAULT_DRIVER]), task_vars,
                                   "cannot read the ResourceSlices of %s" % DEFAULT_DRIVER)

@@ -13,14 +13,29 @@ __metaclass__ = type
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, List, Optional, TypedDict
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.types import ChartValues
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
 
 # keys of the driver's config file (upstream main's driverConfig); used only when a chart has an
 # empty driverConfig map and no schema that lists its keys
 DRIVER_CONFIG_KEYS = ("apiVersion", "cpuDeviceMode", "groupBy", "reservedCPUs", "hostnameOverride",
                       "kubeconfig", "publishNodeAllocatableResourceMapping", "sysfsOverlay")
+
+
+class ChartLayout(TypedDict):
+    """What a chart has: the key its driver settings go under (None: neither) and that key's
+    settings, whether it has a nodeSelector and an affinity value, its image keys, where this was
+    read (``chart``, or the version rule)."""
+
+    chart: str
+    values_key: Optional[str]
+    keys: List[str]
+    node_selector: bool
+    affinity: bool
+    image_keys: List[str]
+    source: str
 
 
 class ChartLayoutError(ValueError):
@@ -103,8 +118,8 @@ def _split_image(image: str) -> tuple[str, str]:
     return text, ""
 
 
-def chart_layout(metadata: dict[str, Any], values: dict[str, Any], schema: dict[str, Any] | None = None,
-                 chart_ref: str = "") -> dict[str, Any]:
+def chart_layout(metadata: dict[str, Any], values: ChartValues, schema: dict[str, Any] | None = None,
+                 chart_ref: str = "") -> ChartLayout:
     """What the chart at hand has: ``{values_key, keys, node_selector, affinity, image_keys}``."""
     dc_keys = section_keys(values, schema, cv.DRIVER_CONFIG)
     args_keys = section_keys(values, schema, cv.ARGS)
@@ -128,7 +143,7 @@ def chart_layout(metadata: dict[str, Any], values: dict[str, Any], schema: dict[
     }
 
 
-def fallback_layout(chart_version: str, chart_ref: str = "") -> dict[str, Any]:
+def fallback_layout(chart_version: str, chart_ref: str = "") -> ChartLayout:
     """The layout by the version-number rule, for when the chart cannot be read (check mode)."""
     key = cv.values_key(chart_version)
     newer = key == cv.DRIVER_CONFIG
@@ -143,8 +158,8 @@ def fallback_layout(chart_version: str, chart_ref: str = "") -> dict[str, Any]:
     }
 
 
-def release_values(layout: dict[str, Any], settings: Mapping[str, Any], user_values: dict[str, Any] | None = None,
-                   image: str = "") -> dict[str, Any]:
+def release_values(layout: ChartLayout, settings: Mapping[str, Any], user_values: ChartValues | None = None,
+                   image: str = "") -> ChartValues:
     """The ``release_values`` for the chart ``layout``: the settings under the chart's key, the
     ``image`` override (``repo[:tag]``, '' = the chart's default) through image.repository/tag,
     then ``user_values`` deep-merged last. Raises ChartLayoutError naming the missing key."""
@@ -176,14 +191,14 @@ def release_values(layout: dict[str, Any], settings: Mapping[str, Any], user_val
     return cv.deep_merge(values, user_values or {})
 
 
-def node_placement(layout: dict[str, Any], user_values: dict[str, Any]) -> dict[str, Any]:
+def node_placement(layout: ChartLayout, user_values: ChartValues) -> dict[str, Any]:
     """The nodeSelector the DaemonSet will really use: the user's, only when the chart has one."""
     if not layout.get("node_selector"):
         return {}
     return copy.deepcopy((user_values or {}).get("nodeSelector") or {})
 
 
-def image_of(values_defaults: dict[str, Any], metadata: dict[str, Any], release_vals: dict[str, Any]) -> str:
+def image_of(values_defaults: ChartValues, metadata: Mapping[str, Any], release_vals: ChartValues) -> str:
     """``repository:tag`` the release will run: the chart's image values with the release values
     merged over them; an empty tag is the chart's appVersion."""
     merged = cv.deep_merge({"image": (values_defaults or {}).get("image") or {}},
@@ -193,14 +208,14 @@ def image_of(values_defaults: dict[str, Any], metadata: dict[str, Any], release_
     return "%s:%s" % (repo, tag) if tag else repo
 
 
-def chart_line(version: str, layout: dict[str, Any]) -> str:
+def chart_line(version: str, layout: ChartLayout) -> str:
     """``chart <version> (values onto <key>.*)``, with where the mapping comes from when it is not
     the chart itself (``version rule (the chart could not be read)``)."""
     source = "" if layout["source"] == "chart" else ", %s" % layout["source"]
     return "chart %s (values onto %s.*%s)" % (version or "(newest)", layout["values_key"], source)
 
 
-def report_line(layout: dict[str, Any]) -> str:
+def report_line(layout: ChartLayout) -> str:
     """One line for the release report: which mapping was used and why."""
     extra = [k for k in ("nodeSelector", "affinity")
              if layout.get({"nodeSelector": "node_selector", "affinity": "affinity"}[k])]

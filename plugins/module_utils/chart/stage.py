@@ -14,7 +14,7 @@ import json
 import os
 import tarfile
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import fetch as cf
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import layout as cl
@@ -24,6 +24,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema imp
     helm_choice,
     schema_requirements,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 try:
     import yaml
@@ -33,7 +35,7 @@ except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
 FILES = ("Chart.yaml", "values.yaml", "values.schema.json")
 
 
-def argument_spec() -> dict[str, Any]:
+def argument_spec() -> ArgumentSpec:
     """The typed options of kubevirtci.dra_cpu.chart_layout (module and action plugin)."""
     return dict(
         path=dict(type="path", default=""),
@@ -74,7 +76,7 @@ def _chart_dir(path: str) -> str:
     return subs[0]
 
 
-def read_chart(path: str) -> dict[str, Any]:
+def read_chart(path: str) -> dict[str, str | None]:
     """{file name: text or None} from a chart directory or .tgz."""
     found: dict[str, str | None] = dict((name, None) for name in FILES)
     if os.path.isdir(path):
@@ -118,7 +120,7 @@ def parse_chart(path: str) -> dict[str, Any]:
     }
 
 
-def _entry(p: dict[str, Any], run: Callable[..., tuple[int, str, str]],
+def _entry(p: ModuleParams, run: Callable[..., tuple[int, str, str]],
            check_mode: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(entry or None, facts about where it came from). Raises FetchError / ChartReadError."""
     where = {"source": "fallback", "digest": "", "cache": ""}
@@ -160,7 +162,7 @@ def _choice(requirements: dict[str, Any] | None, p: dict[str, Any]) -> dict[str,
     return choice
 
 
-def chart_result(params: dict[str, Any], run: Callable[..., tuple[int, str, str]] = cf.run_subprocess,
+def chart_result(params: ModuleParams, run: Callable[..., tuple[int, str, str]] = cf.run_subprocess,
                  check_mode: bool = False) -> dict[str, Any]:
     """The module's result for checked ``params`` (``failed`` + ``msg`` when it fails)."""
     p = params
@@ -178,7 +180,7 @@ def chart_result(params: dict[str, Any], run: Callable[..., tuple[int, str, str]
     else:
         metadata, image_defaults = entry["metadata"], entry["image_defaults"]
         requirements = entry["schema_requirements"]
-        layout = dict(entry["layout"], chart=cl.chart_label(metadata, p["chart"]))
+        layout = cast(cl.ChartLayout, dict(entry["layout"], chart=cl.chart_label(metadata, p["chart"])))
     version = str(metadata.get("version") or p["chart_version"] or "")
     choice = _choice(requirements, p)
     result = {

@@ -22,6 +22,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.checksum i
     choose_checksum,
     merge_checksums,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
 # ``run(argv) -> (rc, stdout)``: how a helm command is run
 Runner = Callable[[list[str]], tuple[int, str]]
@@ -31,7 +33,7 @@ USABLE_BELOW = (4, 0, 0)
 _VERSION = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)")
 
 
-def argument_spec() -> dict[str, Any]:
+def argument_spec() -> ArgumentSpec:
     """The options of kubevirtci.dra_cpu.helm_tool (the module's DOCUMENTATION describes them)."""
     return dict(
         binary=dict(type="str", default=""),
@@ -142,7 +144,7 @@ def _result(source: str, path: str, cmd: str, version: str, report: list[str], m
 DOWNLOAD_OPTIONS = ("version", "mirror", "cache_dir", "checksums", "pinned_checksums", "timeout")
 
 
-def helm_tool(params: dict[str, Any], check_mode: bool, run: Runner, which: Callable[[str], str | None] = shutil.which,
+def helm_tool(params: ModuleParams, check_mode: bool, run: Runner, which: Callable[[str], str | None] = shutil.which,
               uname: Callable[[], Sequence[str]] = os.uname,
               opener: Callable[..., Any] | None = None) -> dict[str, Any]:
     """The module's result for validated ``params``: the helm found, and ``download``, how it
@@ -157,7 +159,7 @@ def helm_tool(params: dict[str, Any], check_mode: bool, run: Runner, which: Call
     return result
 
 
-def _find(params: dict[str, Any], check_mode: bool, run: Runner, which: Callable[[str], str | None],
+def _find(params: ModuleParams, check_mode: bool, run: Runner, which: Callable[[str], str | None],
           uname: Callable[[], Sequence[str]], opener: Callable[..., Any] | None) -> dict[str, Any]:
     binary = str(params.get("binary") or "").strip()
     force = bool(params.get("force_download"))
@@ -183,7 +185,7 @@ def _find(params: dict[str, Any], check_mode: bool, run: Runner, which: Callable
     return _download(params, check_mode, report, uname, opener)
 
 
-def _download(params: dict[str, Any], check_mode: bool, report: list[str], uname: Callable[[], Sequence[str]],
+def _download(params: ModuleParams, check_mode: bool, report: list[str], uname: Callable[[], Sequence[str]],
               opener: Callable[..., Any] | None) -> dict[str, Any]:
     version = str(params.get("version") or "").strip()
     if not version:

@@ -14,10 +14,15 @@ __metaclass__ = type
 
 import json
 from urllib.parse import quote
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple, Union
 
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+
+# the query parameters of a request (``labelSelector``, ``tailLines``, ``watch``, ...)
+Query = Mapping[str, Union[str, int]]
 
 # the ResourceSlices of every driver (list and watch with ``fieldSelector=spec.driver=<driver>``)
 RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
@@ -94,7 +99,7 @@ def _target(path: str) -> _Target:
     return _Target(group, rest[0], rest[2] if len(rest) > 2 else None, namespace, rest[1] if len(rest) > 1 else None)
 
 
-def describe_request(path: str, query: dict[str, Any] | None = None) -> tuple[str, str]:
+def describe_request(path: str, query: Query | None = None) -> tuple[str, str]:
     """RBAC terms of a GET: ``(verb, resource)``.
 
     ``/api/v1/nodes/n1/proxy/configz`` -> ``('get', 'nodes/proxy')``;
@@ -160,7 +165,7 @@ def _status_message(status: int, verb: str, resource: str, method: str, path: st
     return "HTTP %d from the API server for %s %s (%s %s)%s" % (status, verb, resource, method, path, said)
 
 
-def translate_error(exc: Any, path: str, query: dict[str, Any] | None = None,
+def translate_error(exc: Any, path: str, query: Query | None = None,
                     method: str = "GET") -> KubeRequestError:
     """A KubeRequestError for an exception raised by the client (``method`` POST: verb ``create``,
     DELETE: ``delete``): why it failed, in the words of docs/internals.md."""
@@ -219,7 +224,7 @@ class RawApi(object):
         self.client = dynamic_client
         self.requests = 0
 
-    def _request(self, path: str, query: dict[str, Any] | None = None, accept: str | None = None,
+    def _request(self, path: str, query: Query | None = None, accept: str | None = None,
                  timeout: float | int | None = None) -> Any:
         params = {"serialize": False, "query_params": list((query or {}).items())}
         if accept:
@@ -232,7 +237,7 @@ class RawApi(object):
         except Exception as exc:  # the client raises ApiException subclasses and urllib3 errors
             raise translate_error(exc, path, query)
 
-    def get_text(self, path: str, query: dict[str, Any] | None = None, accept: str | None = None,
+    def get_text(self, path: str, query: Query | None = None, accept: str | None = None,
                  timeout: int | None = None) -> str:
         """GET ``path`` and return the body as text."""
         response = self._request(path, query, accept=accept, timeout=timeout)
@@ -241,7 +246,7 @@ class RawApi(object):
         except Exception as exc:
             raise translate_error(exc, path, query)
 
-    def get_json(self, path: str, query: dict[str, Any] | None = None, timeout: int | None = None) -> dict[str, Any]:
+    def get_json(self, path: str, query: Query | None = None, timeout: int | None = None) -> K8sObject:
         """GET ``path`` and return the decoded JSON body."""
         text = self.get_text(path, query, accept="application/json", timeout=timeout)
         try:
@@ -251,16 +256,15 @@ class RawApi(object):
             raise KubeRequestError("unexpected non-JSON answer to %s %s (GET %s)" % (verb, resource, path),
                                    status=200, verb=verb, resource=resource, path=path)
 
-    def watch(self, path: str, query: dict[str, Any] | None = None,
-              timeout: int | float | None = None) -> Iterator[dict[str, Any]]:
+    def watch(self, path: str, query: Query | None = None,
+              timeout: int | float | None = None) -> Iterator[K8sObject]:
         """Open a watch on ``path`` and yield its events as dicts.
 
         ``query`` should carry ``resourceVersion`` and ``timeoutSeconds``;
         ``watch=true`` is added. Errors while streaming become
         KubeRequestError (connection errors have ``status`` None).
         """
-        query = dict(query or {})
-        query["watch"] = "true"
+        query = dict(query or {}, watch="true")
         response = self._request(path, query, accept="application/json", timeout=timeout)
         try:
             stream = response.stream(amt=None, decode_content=False) if hasattr(response, "stream") \
@@ -287,22 +291,22 @@ class RawApi(object):
 
     # ------------------------------------------------------------- conveniences
 
-    def version(self) -> dict[str, Any]:
+    def version(self) -> K8sObject:
         return self.get_json("/version")
 
-    def api_groups(self) -> dict[str, Any]:
+    def api_groups(self) -> K8sObject:
         return self.get_json("/apis")
 
     def metrics(self) -> str:
         return self.get_text("/metrics", accept="text/plain")
 
-    def configz(self, node: str, timeout: int | None = None) -> dict[str, Any]:
+    def configz(self, node: str, timeout: int | None = None) -> K8sObject:
         return self.get_json("/api/v1/nodes/%s/proxy/configz" % quote(node, safe=""), timeout=timeout)
 
-    def list_nodes(self) -> list[dict[str, Any]]:
+    def list_nodes(self) -> list[K8sObject]:
         return self.get_json("/api/v1/nodes").get("items") or []
 
-    def get_node(self, node: str) -> dict[str, Any]:
+    def get_node(self, node: str) -> K8sObject:
         return self.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
 
     def node_names(self) -> set[str | None]:
@@ -325,7 +329,7 @@ class RawApi(object):
             raise
         return True
 
-    def get_namespace(self, name: str) -> dict[str, Any] | None:
+    def get_namespace(self, name: str) -> K8sObject | None:
         """The Namespace object, or None when it does not exist."""
         try:
             return self.get_json("/api/v1/namespaces/%s" % quote(name, safe=""))
@@ -334,16 +338,16 @@ class RawApi(object):
                 return None
             raise
 
-    def list_secrets(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+    def list_secrets(self, namespace: str, label_selector: str) -> list[K8sObject]:
         query = {"labelSelector": label_selector}
         return self.get_json("/api/v1/namespaces/%s/secrets" % quote(namespace, safe=""), query).get("items") or []
 
-    def list_pods(self, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+    def list_pods(self, namespace: str, label_selector: str | None = None) -> list[K8sObject]:
         query = {"labelSelector": label_selector} if label_selector else None
         return self.get_json("/api/v1/namespaces/%s/pods" % quote(namespace, safe=""), query).get("items") or []
 
-    def send_json(self, method: str, path: str, body: dict[str, Any] | None = None,
-                  query: dict[str, Any] | None = None) -> dict[str, Any]:
+    def send_json(self, method: str, path: str, body: K8sObject | None = None,
+                  query: Query | None = None) -> K8sObject:
         """POST (create) or DELETE ``path`` with a JSON body; the decoded answer ({} when it is not JSON)."""
         params: dict[str, Any] = {"serialize": False, "query_params": list((query or {}).items()),
                                   "header_params": {"Accept": "application/json"}}
@@ -362,7 +366,7 @@ class RawApi(object):
 
     def pod_log(self, namespace: str, pod: str, container: str | None = None, tail_lines: int = 20,
                 previous: bool = False) -> str:
-        query: dict[str, Any] = {"tailLines": int(tail_lines)}
+        query: dict[str, str | int] = {"tailLines": int(tail_lines)}
         if container:
             query["container"] = container
         if previous:

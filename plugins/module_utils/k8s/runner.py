@@ -16,13 +16,13 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import kubeconfig_secrets, may_hold_no_log_value
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, kubeconfig_secrets, may_hold_no_log_value
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.factory import GetClient
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
@@ -35,6 +35,15 @@ RunFn = Callable[[ModuleParams, bool, Any, GetClient], Mapping[str, Any]]
 COLLECTION = "kubevirtci.dra_cpu"
 # AnsibleK8SModule warns below this kubernetes client version (kubernetes.core 6.x)
 KUBERNETES_TESTED = "24.2.0"
+
+
+class Deprecation(TypedDict):
+    """One deprecation notice of the argument spec, as AnsibleModule reports it."""
+
+    msg: str
+    version: str | None
+    date: str | None
+    collection_name: str
 
 
 class ModuleFailure(BaseException):
@@ -53,7 +62,7 @@ def _k8s_core() -> Any:
 class ClientOptions(object):
     """The module side of ``get_api_client(module)`` without a module process."""
 
-    def __init__(self, params: dict[str, Any], check_mode: bool) -> None:
+    def __init__(self, params: ModuleParams, check_mode: bool) -> None:
         self.params = params
         self.check_mode = bool(check_mode)
         self.warnings: list[str] = []
@@ -81,7 +90,7 @@ class ClientOptions(object):
         raise ModuleFailure(msg)
 
 
-def exit_module(module: "AnsibleModule", result: dict[str, Any]) -> None:
+def exit_module(module: "AnsibleModule", result: Mapping[str, Any]) -> None:
     """End a module process with a run function's result."""
     result = dict(result)
     if result.pop("failed", False):
@@ -90,7 +99,7 @@ def exit_module(module: "AnsibleModule", result: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def task_environment(environment: dict[str, Any] | None) -> Iterator[None]:
+def task_environment(environment: Mapping[str, Any] | None) -> Iterator[None]:
     """``os.environ`` with the task's ``environment`` laid over it, restored afterwards."""
     saved = dict(os.environ)
     try:
@@ -102,8 +111,8 @@ def task_environment(environment: dict[str, Any] | None) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def check_args(spec: dict[str, Any], args: dict[str, Any] | None,
-               module_name: str) -> tuple[dict[str, Any], str | None, set[str], list[str], list[dict[str, Any]]]:
+def check_args(spec: ArgumentSpec, args: Mapping[str, Any] | None,
+               module_name: str) -> tuple[ModuleParams, str | None, set[str], list[str], list[Deprecation]]:
     """``(params, error message or None, no_log values, warnings, deprecations)`` as AnsibleModule
     would have them for ``args`` (the RedactingModule's kubeconfig secrets included)."""
     raw = dict(args or {})
@@ -116,39 +125,39 @@ def check_args(spec: dict[str, Any], args: dict[str, Any] | None,
             error = "Unsupported parameters for (%s) module: %s" % (module_name, error)
     warnings = ["Both option %s and its alias %s are set." % (w["option"], w["alias"])
                 for w in checked._warnings if "option" in w and "alias" in w]
-    deprecations = [dict(msg=d["msg"], version=d.get("version"), date=d.get("date"),
-                         collection_name=d.get("collection_name") or COLLECTION) for d in checked._deprecations]
+    deprecations = [Deprecation(msg=d["msg"], version=d.get("version"), date=d.get("date"),
+                                collection_name=d.get("collection_name") or COLLECTION) for d in checked._deprecations]
     return checked.validated_parameters, error, no_log, warnings, deprecations
 
 
-def finish(result: dict[str, Any], params: dict[str, Any], no_log_values: set[str], warnings: list[str] | None = None,
-           deprecations: list[dict[str, Any]] | None = None, plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
+def finish(result: Mapping[str, Any], params: ModuleParams, no_log_values: set[str], warnings: list[str] | None = None,
+           deprecations: list[Deprecation] | None = None, plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """The result as the module process returns it: invocation, redaction, JSON types.
 
     ``plain_keys``: top-level keys whose values the run function builds from JSON types only: the
     JSON round trip, which only copies them, skips them unless a value had to be redacted.
     """
-    result = dict(result)
-    result.setdefault("invocation", {"module_args": params})
+    done = dict(result)
+    done.setdefault("invocation", {"module_args": params})
     if warnings:
         # the run's own warnings first, then the argument spec's and the client's
-        result["warnings"] = list(result.get("warnings") or []) + list(warnings)
+        done["warnings"] = list(done.get("warnings") or []) + list(warnings)
     if deprecations:
-        result["deprecations"] = list(deprecations)
+        done["deprecations"] = list(deprecations)
     kept = {}
-    if may_hold_no_log_value(result, no_log_values):
-        preserved = dict((k, v) for k, v in result.items() if v is None or isinstance(v, bool))
-        result = remove_values(result, no_log_values)
-        result.update(preserved)
+    if may_hold_no_log_value(done, no_log_values):
+        preserved = dict((k, v) for k, v in done.items() if v is None or isinstance(v, bool))
+        done = remove_values(done, no_log_values)
+        done.update(preserved)
     else:
-        kept = dict((k, result.pop(k)) for k in plain_keys if k in result)
-    result = json.loads(json.dumps(result))
-    result.update(kept)
-    return result
+        kept = dict((k, done.pop(k)) for k in plain_keys if k in done)
+    done = json.loads(json.dumps(done))
+    done.update(kept)
+    return done
 
 
-def run_in_process(spec: dict[str, Any], args: dict[str, Any] | None, check_mode: bool, run_fn: RunFn,
-                   get_client: GetClient, module_name: str, environment: dict[str, Any] | None = None,
+def run_in_process(spec: ArgumentSpec, args: Mapping[str, Any] | None, check_mode: bool, run_fn: RunFn,
+                   get_client: GetClient, module_name: str, environment: Mapping[str, Any] | None = None,
                    plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """The module's result for task ``args``, computed in this process (``plain_keys``: see ``finish``)."""
     with task_environment(environment):
@@ -174,7 +183,7 @@ def kubernetes_importable() -> bool:
     return True
 
 
-def runs_here(transport: str, async_val: int, become: bool, environment: dict[str, Any] | None) -> bool:
+def runs_here(transport: str, async_val: int, become: bool, environment: Mapping[str, Any] | None) -> bool:
     """Whether a task can run in this process with the module process's exact outcome.
 
     A local connection only, and not async (the module must outlive the task) nor become (it
@@ -188,8 +197,8 @@ def runs_here(transport: str, async_val: int, become: bool, environment: dict[st
     return kubernetes_importable()
 
 
-def run_action(action: Any, module_name: str, spec: dict[str, Any], run_fn: RunFn, get_client: GetClient,
-               task_vars: dict[str, Any] | None, plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
+def run_action(action: Any, module_name: str, spec: ArgumentSpec, run_fn: RunFn, get_client: GetClient,
+               task_vars: Mapping[str, Any] | None, plain_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """An action plugin's ``run`` body: ``action`` is the ActionBase (after ``super().run``);
     ``plain_keys``: see ``finish``."""
     environment: dict[str, Any] = {}

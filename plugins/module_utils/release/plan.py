@@ -11,12 +11,54 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional, TypedDict
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.types import ChartValues
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.installed import values_digest
 
 SKIP, INSTALL, UPGRADE = "skip", "install", "upgrade"
 UNINSTALL, ROLLBACK = "uninstall", "rollback"
+
+
+class Wanted(TypedDict, total=False):
+    """What the release should be: see ``plan``."""
+
+    name: str
+    namespace: str
+    chart_version: str
+    chart: str
+    values: ChartValues
+    values_sha256: str
+    psa_labels: dict[str, str]
+    owner_label: dict[str, str]
+
+
+class NamespaceStep(TypedDict):
+    """Wait for the namespace's deletion first; the labels to set ({}: none); whether it is created."""
+
+    wait: bool
+    labels: dict[str, str]
+    creates: bool
+
+
+class ReleaseSeen(TypedDict):
+    """The release as the plan saw it (``revision`` None: no release)."""
+
+    status: str
+    revision: Optional[int]
+    chart_version: str
+
+
+class ReleasePlan(TypedDict):
+    """The plan: see ``plan``."""
+
+    namespace: NamespaceStep
+    release: ReleaseSeen
+    pending: str
+    recover: str
+    fail: str
+    helm: str
+    reason: str
 
 
 def merge_values(base: Mapping[str, Any] | None, override: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -31,7 +73,7 @@ def merge_values(base: Mapping[str, Any] | None, override: Mapping[str, Any] | N
     return merged
 
 
-def release_values(chart_values: dict[str, Any] | None, node_affinity: dict[str, Any] | None = None) -> dict[str, Any]:
+def release_values(chart_values: ChartValues | None, node_affinity: Mapping[str, Any] | None = None) -> ChartValues:
     """The values for helm: the chart stage's values, plus preflight's node affinity (when nodes
     are kept off) as the chart's ``affinity``."""
     if node_affinity:
@@ -70,8 +112,8 @@ def namespace_labels(namespace: Mapping[str, Any] | None, psa_labels: dict[str, 
     return ({} if ok else dict(psa_labels or {})), False
 
 
-def plan(namespace: Mapping[str, Any], release: dict[str, Any], wanted: dict[str, Any],
-         recover: bool = False) -> dict[str, Any]:
+def plan(namespace: Mapping[str, Any], release: Mapping[str, Any], wanted: Wanted,
+         recover: bool = False) -> ReleasePlan:
     """The plan for ``namespace`` (``namespace_state``) and ``release`` (``release_state``, {} for
     none) given ``wanted``: ``name``, ``namespace``, ``chart_version`` (the version the chart stage
     read; '' when unknown, which never skips helm), ``values`` (or ``values_sha256``),
@@ -90,7 +132,7 @@ def plan(namespace: Mapping[str, Any], release: dict[str, Any], wanted: dict[str
         release = {}  # a namespace being deleted takes its release Secrets with it
     status = str(release.get("status") or "")
     want_digest = wanted.get("values_sha256") or values_digest(wanted.get("values"))
-    result = {
+    result: ReleasePlan = {
         "namespace": {"wait": wait, "labels": labels, "creates": creates},
         "release": {"status": status, "revision": release.get("revision"),
                     "chart_version": release.get("chart_version", "")},

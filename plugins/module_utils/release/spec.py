@@ -9,15 +9,15 @@ __metaclass__ = type
 import copy
 from typing import Any
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec
 
 # the cluster options passed on to kubernetes.core.helm / helm_info (HELM_AUTH_ARG_SPEC)
 HELM_AUTH_OPTIONS = ("kubeconfig", "context", "host", "ca_cert", "validate_certs", "api_key")
 
 
-def argument_spec(k8s_auth_spec: dict[str, Any]) -> dict[str, Any]:
+def argument_spec(k8s_auth_spec: ArgumentSpec) -> ArgumentSpec:
     """The options; ``k8s_auth_spec``: kubernetes.core's ``AUTH_ARG_SPEC`` (the cluster options)."""
-    spec = dict(
+    spec: ArgumentSpec = dict(
         state=dict(type="str", default="present", choices=["present", "absent"]),
         release_name=dict(type="str", required=True),
         namespace=dict(type="str", required=True),

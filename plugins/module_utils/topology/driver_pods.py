@@ -15,10 +15,12 @@ from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
-from urllib.parse import quote
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 
 RELEASE_NAME_ANNOTATION = "meta.helm.sh/release-name"
 RELEASE_NAMESPACE_ANNOTATION = "meta.helm.sh/release-namespace"
@@ -26,11 +28,11 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 LEGACY_POD_SELECTOR = "app.kubernetes.io/name=dra-driver-cpu"
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+def _meta(obj: K8sObject) -> Mapping[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
-def pod_node(pod: dict[str, Any]) -> str | None:
+def pod_node(pod: K8sObject) -> str | None:
     """The node a pod runs on, or (pending DaemonSet pod) the node its
     ``metadata.name`` node-affinity term points at."""
     spec = (pod or {}).get("spec") or {}
@@ -47,9 +49,9 @@ def pod_node(pod: dict[str, Any]) -> str | None:
     return None
 
 
-def live_pods_by_node(pods: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def live_pods_by_node(pods: list[K8sObject]) -> dict[str, list[K8sObject]]:
     """Per node, its driver pods that run or are about to (neither finished nor being deleted)."""
-    live: dict[str, list[dict[str, Any]]] = {}
+    live: dict[str, list[K8sObject]] = {}
     for pod in pods or []:
         phase = ((pod.get("status") or {}).get("phase"))
         if phase in ("Succeeded", "Failed") or _meta(pod).get("deletionTimestamp"):
@@ -60,12 +62,12 @@ def live_pods_by_node(pods: list[dict[str, Any]]) -> dict[str, list[dict[str, An
     return live
 
 
-def driver_nodes(pods: list[dict[str, Any]]) -> list[str]:
+def driver_nodes(pods: list[K8sObject]) -> list[str]:
     """Sorted node names that run (or are about to run) a driver pod."""
     return sorted(live_pods_by_node(pods))
 
 
-def release_owns(obj: dict[str, Any], release: str, namespace: str) -> bool:
+def release_owns(obj: K8sObject, release: str, namespace: str) -> bool:
     """True when helm's annotations (or, without them, the instance label) name ``release``."""
     meta = _meta(obj)
     annotations = meta.get("annotations") or {}
@@ -75,7 +77,7 @@ def release_owns(obj: dict[str, Any], release: str, namespace: str) -> bool:
     return (meta.get("labels") or {}).get(INSTANCE_LABEL) == release
 
 
-def label_selector(selector: dict[str, Any] | None) -> str:
+def label_selector(selector: Mapping[str, Any] | None) -> str:
     """A LabelSelector object (``matchLabels``, ``matchExpressions``) as a selector string."""
     selector = selector or {}
     parts = ["%s=%s" % (k, v) for k, v in sorted((selector.get("matchLabels") or {}).items())]
@@ -93,7 +95,7 @@ def label_selector(selector: dict[str, Any] | None) -> str:
     return ",".join(parts)
 
 
-def release_daemonsets(daemonsets: list[dict[str, Any]], release: str, namespace: str) -> list[dict[str, Any]]:
+def release_daemonsets(daemonsets: list[K8sObject], release: str, namespace: str) -> list[K8sObject]:
     """The DaemonSets of ``release``, sorted by name."""
     owned = [d for d in daemonsets or [] if release_owns(d, release, namespace)]
     return sorted(owned, key=lambda d: _meta(d).get("name") or "")
@@ -109,7 +111,7 @@ def list_release_daemonsets(api: RawApi, namespace: str, release: str) -> list[d
     return release_daemonsets(api.get_json(daemonsets_path(namespace)).get("items") or [], release, namespace)
 
 
-def daemonset_selectors(daemonsets: list[dict[str, Any]]) -> list[str]:
+def daemonset_selectors(daemonsets: list[K8sObject]) -> list[str]:
     """The pod selectors of ``daemonsets`` (one per DaemonSet, each once)."""
     selectors: list[str] = []
     for ds in daemonsets:
@@ -124,7 +126,7 @@ def release_pod_selectors(api: RawApi, namespace: str, release: str) -> list[str
     return daemonset_selectors(list_release_daemonsets(api, namespace, release))
 
 
-def list_driver_pods(api: RawApi, namespace: str, selectors: list[str]) -> list[dict[str, Any]]:
+def list_driver_pods(api: RawApi, namespace: str, selectors: list[str]) -> list[K8sObject]:
     """The pods matching any of ``selectors`` in ``namespace``, each once."""
     pods, seen = [], set()
     for selector in selectors:

@@ -14,7 +14,7 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, List, Optional, TypedDict
 from urllib.parse import quote
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
@@ -28,11 +28,51 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types impor
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+class _ContainerBase(TypedDict):
+    name: Optional[str]
+    ready: bool
+    restarts: int
+    state: str
+    reason: str
+
+
+class ContainerState(_ContainerBase, total=False):
+    """A container of a pod: ready, restarts, its state and why; how it last ended, if it did."""
+
+    last_termination: str
+
+
+class PodState(TypedDict):
+    """A pod in brief (``pod_state``)."""
+
+    name: Optional[str]
+    phase: str
+    reason: str
+    message: str
+    containers: List[ContainerState]
+
+
+class _EntryBase(TypedDict):
+    node: str
+    state: str
+    reason: str
+    pod: Optional[PodState]
+    logs: List[str]
+
+
+class PendingEntry(_EntryBase, total=False):
+    """A node the wait ended on: its state and why, its driver pod (or why none) and its last log
+    lines (or why none)."""
+
+    pod_error: str
+    logs_error: str
+
+
+def _meta(obj: K8sObject) -> Mapping[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
-def pod_state(pod: dict[str, Any]) -> dict[str, Any]:
+def pod_state(pod: K8sObject) -> PodState:
     """``{name, phase, reason, message, containers: [{name, ready, restarts, state, reason}]}``."""
     status = (pod or {}).get("status") or {}
     containers = []
@@ -40,7 +80,7 @@ def pod_state(pod: dict[str, Any]) -> dict[str, Any]:
         state = cs.get("state") or {}
         current = next(iter(state), "unknown") if state else "unknown"
         detail = state.get(current) or {}
-        entry = {
+        entry: ContainerState = {
             "name": cs.get("name"),
             "ready": bool(cs.get("ready")),
             "restarts": cs.get("restartCount", 0),
@@ -61,7 +101,7 @@ def pod_state(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def describe_pod(state: dict[str, Any]) -> str:
+def describe_pod(state: PodState) -> str:
     """One line: ``pod p Running; container dracpu waiting CrashLoopBackOff, 5 restarts``."""
     text = "pod %s %s" % (state["name"], state["phase"])
     if state["reason"]:
@@ -81,8 +121,8 @@ def describe_pod(state: dict[str, Any]) -> str:
     return text
 
 
-def pending_report(api: RawApi, result: dict[str, Any], namespace: str, pod_selector: list[str], log_lines: int = 20,
-                   container: str | None = None) -> list[dict[str, Any]]:
+def pending_report(api: RawApi, result: Mapping[str, Any], namespace: str, pod_selector: list[str], log_lines: int = 20,
+                   container: str | None = None) -> list[PendingEntry]:
     """Per node still missing or incomplete: state, reason, driver pod, logs.
 
     ``pod_selector`` is one label selector or a list of them (a release's
@@ -92,7 +132,7 @@ def pending_report(api: RawApi, result: dict[str, Any], namespace: str, pod_sele
     selectors = [pod_selector] if isinstance(pod_selector, str) else list(pod_selector)
     progress = result["progress"]
     entries = []
-    pods_by_node: dict[str, list[dict[str, Any]]] = {}
+    pods_by_node: dict[str, list[K8sObject]] = {}
     pod_error = None
     try:
         for pod in list_driver_pods(api, namespace, selectors):
@@ -104,7 +144,7 @@ def pending_report(api: RawApi, result: dict[str, Any], namespace: str, pod_sele
     pending = [(n, "missing", "no ResourceSlice published") for n in progress["missing"]]
     pending += [(n, "incomplete", r) for n, r in sorted(progress["incomplete"].items())]
     for node, state, reason in sorted(pending):
-        entry = {"node": node, "state": state, "reason": reason, "pod": None, "logs": []}
+        entry: PendingEntry = {"node": node, "state": state, "reason": reason, "pod": None, "logs": []}
         pods = pods_by_node.get(node) or []
         if pod_error:
             entry["pod_error"] = pod_error
@@ -118,24 +158,25 @@ def pending_report(api: RawApi, result: dict[str, Any], namespace: str, pod_sele
     return entries
 
 
-def _with_logs(api: RawApi, entry: dict[str, Any], namespace: str, log_lines: int, container: str | None) -> None:
+def _with_logs(api: RawApi, entry: PendingEntry, namespace: str, log_lines: int, container: str | None) -> None:
     """Add the pod's last log lines to ``entry`` (not for a pod still Pending: it has none)."""
-    if log_lines and entry["pod"]["phase"] != "Pending":
+    pod = entry["pod"]
+    if log_lines and pod is not None and pod["phase"] != "Pending":
         try:
-            text = api.pod_log(namespace, entry["pod"]["name"], container=container, tail_lines=log_lines)
+            text = api.pod_log(namespace, str(pod["name"]), container=container, tail_lines=log_lines)
             entry["logs"] = text.splitlines()[-int(log_lines):]
         except KubeRequestError as exc:
             entry["logs_error"] = exc.message
 
 
 def rollout_report(api: RawApi, serving: Mapping[str, Any], namespace: str, log_lines: int = 20,
-                   container: str | None = None) -> list[dict[str, Any]]:
+                   container: str | None = None) -> list[PendingEntry]:
     """Per node whose driver pod does not serve after its pool completed (rollout.wait_serving's
     ``nodes``): ``{node, state: "not serving", reason, pod, logs}``, the pod the one not Ready."""
     entries = []
     live = live_pods_by_node(serving.get("pods") or [])
     for node, reason in sorted(serving["nodes"].items()):
-        entry: dict[str, Any] = {"node": node, "state": "not serving", "reason": reason, "pod": None, "logs": []}
+        entry: PendingEntry = {"node": node, "state": "not serving", "reason": reason, "pod": None, "logs": []}
         unready = [p for p in live.get(node) or [] if not is_ready(p)]
         if unready:
             entry["pod"] = pod_state(unready[0])
@@ -144,32 +185,33 @@ def rollout_report(api: RawApi, serving: Mapping[str, Any], namespace: str, log_
     return entries
 
 
-def _entry_lines(entries: list[dict[str, Any]]) -> list[str]:
+def _entry_lines(entries: list[PendingEntry]) -> list[str]:
     lines = []
     for entry in entries:
         line = "- %s: %s" % (entry["node"], entry["reason"])
-        if entry.get("pod"):
-            line += "; " + describe_pod(entry["pod"])
+        pod = entry.get("pod")
+        if pod:
+            line += "; " + describe_pod(pod)
         elif entry.get("pod_error"):
             line += "; " + entry["pod_error"]
         lines.append(line)
         if entry.get("logs"):
-            lines.append("  last log lines of %s:" % entry["pod"]["name"])
+            lines.append("  last log lines of %s:" % (pod["name"] if pod else None))
             lines.extend("    " + log for log in entry["logs"])
         elif entry.get("logs_error"):
             lines.append("  logs unavailable: %s" % entry["logs_error"])
     return lines
 
 
-def timeout_message(driver: str, timeout: int, entries: list[dict[str, Any]],
-                    stats: dict[str, Any] | None = None) -> str:
+def timeout_message(driver: str, timeout: int, entries: list[PendingEntry],
+                    stats: Mapping[str, Any] | None = None) -> str:
     """The failure message listing each pending node with its pod and logs."""
     lines = ["timed out after %ss waiting for the ResourceSlices of driver %s on %d node(s):"
              % (timeout, driver, len(entries))]
     return "\n".join(lines + _entry_lines(entries))
 
 
-def rollout_message(driver: str, timeout: int, serving: Mapping[str, Any], entries: list[dict[str, Any]]) -> str:
+def rollout_message(driver: str, timeout: int, serving: Mapping[str, Any], entries: list[PendingEntry]) -> str:
     """The failure message when every pool is complete but the driver has not rolled out: the
     DaemonSets behind, each node whose driver pod does not serve (pod, logs), the last API error."""
     lines = ["timed out after %ss waiting for driver %s to roll out: every pool is complete, but the "
@@ -300,7 +342,8 @@ class DriverHealth(object):
         if last:
             text += ", last %s, exit code %s" % (last.get("reason") or "terminated", last.get("exitCode"))
         text += ")"
-        entry: dict[str, Any] = {"pod": {"name": _meta(pod).get("name"), "phase": "Running"}, "logs": []}
+        entry: PendingEntry = {"node": node, "state": "crashing", "reason": how, "logs": [], "pod": PodState(
+            name=_meta(pod).get("name"), phase="Running", reason="", message="", containers=[])}
         _with_logs(self.api, entry, self.namespace, self.log_lines, self.container or status.get("name"))
         if entry.get("logs"):
             text += "\n  last log lines of %s:\n" % _meta(pod).get("name")

@@ -22,7 +22,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology, NodeTopology, TopologyFact
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import pod_state
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import PendingEntry, PodState, pod_state
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_files import (
     FAILURE,
     TOPOLOGY,
@@ -31,13 +31,19 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.report_f
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SLICES_PATH
 
 
+class DriverPod(PodState):
+    """A driver pod in brief (pod_diagnostics.pod_state) and its node."""
+
+    node: Optional[str]
+
+
 class _FailureReport(TypedDict):
     message: str
-    pending_nodes: List[dict[str, Any]]  # pod_diagnostics.py's entries
+    pending_nodes: List[PendingEntry]
     topology: Optional[TopologyFact]
     node_details: Dict[str, NodeTopology]
     resource_slices: Optional[List[K8sObject]]
-    driver_pods: List[dict[str, Any]]  # pod_diagnostics.pod_state and the node
+    driver_pods: List[DriverPod]
 
 
 class FailureReport(_FailureReport, total=False):
@@ -69,7 +75,7 @@ def failure_report(api: RawApi, driver: str, namespace: str, selectors: list[str
         "topology": result.get("topology") or (result.get("ansible_facts") or {}).get("dra_cpu_topology"),
         "node_details": (detail.get("nodes") or {}) if detail else {},
         "resource_slices": slices,
-        "driver_pods": [dict(pod_state(p), node=pod_node(p)) for p in pods or []],
+        "driver_pods": [DriverPod(**pod_state(p), node=pod_node(p)) for p in pods or []],
     }
     errors = [e for e in (slices_error, pods_error) if e]
     if errors:

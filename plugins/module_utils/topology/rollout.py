@@ -15,7 +15,7 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypedDict
 from urllib.parse import quote
@@ -61,11 +61,11 @@ class Serving(TypedDict):
     failure: str | None
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+def _meta(obj: K8sObject) -> Mapping[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
-def daemonsets_behind(daemonsets: list[dict[str, Any]]) -> list[str]:
+def daemonsets_behind(daemonsets: list[K8sObject]) -> list[str]:
     """One line per DaemonSet whose rollout is not done (kubectl's first two conditions)."""
     lines = []
     for ds in daemonsets:
@@ -85,7 +85,7 @@ def daemonsets_behind(daemonsets: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def daemonsets_available(daemonsets: list[dict[str, Any]]) -> bool:
+def daemonsets_available(daemonsets: list[K8sObject]) -> bool:
     """Every DaemonSet has every desired pod available (kubectl's third condition, numberAvailable):
     with the first two, the rollout is done and no pod needs to be read."""
     return bool(daemonsets) and all(
@@ -101,7 +101,7 @@ def _when(text: Any) -> datetime | None:
         return None
 
 
-def pools_written(slices: list[dict[str, Any]]) -> dict[str, datetime]:
+def pools_written(slices: list[K8sObject]) -> dict[str, datetime]:
     """Per node: the last second any slice of its pool was created or written (``creationTimestamp``,
     ``managedFields[].time``)."""
     out: dict[str, datetime] = {}
@@ -114,7 +114,7 @@ def pools_written(slices: list[dict[str, Any]]) -> dict[str, datetime]:
     return out
 
 
-def published_by(pod: dict[str, Any], written: datetime | None) -> bool:
+def published_by(pod: K8sObject, written: datetime | None) -> bool:
     """The pod's driver wrote its node's pool: Running, every container running and never restarted,
     the pool written in a later second than the pod was created."""
     status = pod.get("status") or {}
@@ -124,7 +124,7 @@ def published_by(pod: dict[str, Any], written: datetime | None) -> bool:
                 and all("running" in (c.get("state") or {}) and not c.get("restartCount") for c in containers))
 
 
-def nodes_not_serving(pods: list[dict[str, Any]], nodes: list[str],
+def nodes_not_serving(pods: list[K8sObject], nodes: list[str],
                       written: dict[str, datetime] | None = None) -> dict[str, str]:
     """Per node of ``nodes`` whose driver pod does not serve: why (no pod, or which pod is not Ready).
     ``written`` (pools_written): a node whose only driver pod wrote its pool serves, Ready or not yet."""

@@ -19,21 +19,21 @@ __metaclass__ = type
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Dict, List, TypedDict
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import ClusterError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import WaitStats, poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import GROUP_BY, MODES
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology, SizingProblem, TopologyFact
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.table import not_published_line, render_table
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver_pods import (
     describe_selectors,
@@ -43,6 +43,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import (
     DriverHealth,
+    PendingEntry,
     cannot_run_message,
     pending_report,
     rollout_message,
@@ -51,11 +52,30 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_di
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.rollout import wait_serving
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.reports import write_topology_reports
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter, WaitOutcome
 
 
-def argument_spec() -> dict[str, Any]:
-    spec = dict(
+class TopologyResult(TypedDict, total=False):
+    """The cpu_topology module's result (plugins/modules/cpu_topology.py RETURN): the targets, the
+    nodes the wait ended on, the sizing problems and the wait's stats; the fact on success, else
+    ``topology``, ``failed`` and ``msg``; the table (``summary``) and the role's ``report``."""
+
+    targets: List[str]
+    dropped_nodes: List[str]
+    pending_nodes: List[PendingEntry]
+    sizing_problems: List[SizingProblem]
+    wait_stats: WaitStats
+    topology: TopologyFact
+    ansible_facts: Dict[str, TopologyFact]
+    summary: List[str]
+    report: List[str]
+    changed: bool
+    failed: bool
+    msg: str
+
+
+def argument_spec() -> ArgumentSpec:
+    spec: ArgumentSpec = dict(
         driver=dict(type="str", default=topo.DEFAULT_DRIVER),
         nodes=dict(type="list", elements="str"),
         namespace=dict(type="str", default="dra-driver-cpu"),
@@ -82,7 +102,7 @@ def argument_spec() -> dict[str, Any]:
     return spec
 
 
-def check_params(params: dict[str, Any]) -> tuple[list[str], list[int]]:
+def check_params(params: ModuleParams) -> tuple[list[str], list[int]]:
     """Problems with the options (list of messages) and the reserved CPU list."""
     problems: list[str] = []
     reserved: list[int] = []
@@ -104,7 +124,7 @@ def check_params(params: dict[str, Any]) -> tuple[list[str], list[int]]:
 
 
 def run_cpu_topology(params: ModuleParams, check_mode: bool, source: Any,
-                     get_client: factory.GetClient) -> dict[str, Any]:
+                     get_client: factory.GetClient) -> TopologyResult:
     """The module's result (``failed`` and ``msg`` on failure, when the topology is returned as
     ``topology`` instead of the fact); ``get_client(source)`` builds the client."""
     problems, reserved = check_params(params)
@@ -121,13 +141,13 @@ def run_cpu_topology(params: ModuleParams, check_mode: bool, source: Any,
         facts = result.pop("ansible_facts", None)
         if facts:
             result["topology"] = facts["dra_cpu_topology"]
-        result.update(failed=True, msg=failure)
+        result["failed"], result["msg"] = True, failure
     return result
 
 
-def run(api: RawApi, params: dict[str, Any], reserved: list[int], clock: Callable[[], float] | None = None,
+def run(api: RawApi, params: ModuleParams, reserved: list[int], clock: Callable[[], float] | None = None,
         sleep: Callable[[float], None] | None = None,
-        report_dir: str | None = None) -> tuple[dict[str, Any], str | None]:
+        report_dir: str | None = None) -> tuple[TopologyResult, str | None]:
     """Resolve the targets, wait, build the topology. Returns (result, failure message or None);
     with ``report_dir`` the topology or the failure is also written there (reports.py)."""
     selectors, problem = resolve_pod_selectors(api, params["namespace"], params.get("release_name"),
@@ -141,10 +161,10 @@ def run(api: RawApi, params: dict[str, Any], reserved: list[int], clock: Callabl
     return result, failure
 
 
-def _settle(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: list[str], problem: str | None,
-            clock: Callable[[], float] | None, sleep: Callable[[float], None] | None, result: dict[str, Any],
+def _settle(api: RawApi, params: ModuleParams, reserved: list[int], selectors: list[str], problem: str | None,
+            clock: Callable[[], float] | None, sleep: Callable[[float], None] | None, result: TopologyResult,
             failure: str | None,
-            detail: ClusterTopology | None) -> tuple[dict[str, Any], str | None, ClusterTopology | None]:
+            detail: ClusterTopology | None) -> tuple[TopologyResult, str | None, ClusterTopology | None]:
     """Every pool is complete but does not have the sizes asked for: within ``sizing_grace`` seconds
     look again, once a second. After an upgrade (new reservedCPUs) upstream's ResourceSlice
     controller keeps a pool's generation when at most one slice changed (docs/internals.md, "Why the
@@ -153,28 +173,28 @@ def _settle(api: RawApi, params: dict[str, Any], reserved: list[int], selectors:
     if not (grace > 0 and params["wait"] and failure and result.get("ansible_facts")):
         return result, failure, detail
 
-    def again() -> tuple[dict[str, Any], str | None, ClusterTopology | None]:
+    def again() -> tuple[TopologyResult, str | None, ClusterTopology | None]:
         return _wait(api, params, reserved, selectors, problem, clock, sleep)
 
-    def settled(seen: tuple[dict[str, Any], str | None, ClusterTopology | None]) -> bool:
+    def settled(seen: tuple[TopologyResult, str | None, ClusterTopology | None]) -> bool:
         return not (seen[1] and seen[0].get("ansible_facts"))
 
     verdict = poll_until(again, settled, grace, 1.0, clock or time.monotonic, sleep or time.sleep,
                          initial=(result, failure, detail))
-    seen: tuple[dict[str, Any], str | None, ClusterTopology | None] = verdict.seen
+    seen: tuple[TopologyResult, str | None, ClusterTopology | None] = verdict.seen
     return seen
 
 
-def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: list[str], problem: str | None,
+def _wait(api: RawApi, params: ModuleParams, reserved: list[int], selectors: list[str], problem: str | None,
           clock: Callable[[], float] | None,
-          sleep: Callable[[float], None] | None) -> tuple[dict[str, Any], str | None, ClusterTopology | None]:
+          sleep: Callable[[float], None] | None) -> tuple[TopologyResult, str | None, ClusterTopology | None]:
     """One wait (or snapshot): ``(result, failure message or None, detailed topology or None)``; the
     result holds the fact (fact.fact_of), the table and the sizing checks read the detail."""
     kwargs: dict[str, Any] = dict((k, v) for k, v in (("clock", clock), ("sleep", sleep)) if v is not None)
     health = DriverHealth(api, params["namespace"], selectors, clock or time.monotonic, params["log_lines"])
     waiter = SliceWaiter(api, params["driver"], driver_check=health.check, **kwargs)
     explicit = params.get("nodes")
-    empty: dict[str, Any] = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
+    empty: TopologyResult = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
     if explicit:
         targets = sorted(set(explicit))
     else:
@@ -188,10 +208,10 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
 
     waited = waiter.wait(targets, params["timeout"]) if params["wait"] else waiter.snapshot(targets)
 
-    stats = dict(waited["stats"])
+    stats = waited["stats"].copy()
     if "elapsed" in waited:
         stats["elapsed"] = waited["elapsed"]
-    result = {
+    result: TopologyResult = {
         "targets": waited["targets"],
         "dropped_nodes": waited["dropped_nodes"],
         "pending_nodes": [],
@@ -244,19 +264,20 @@ def _wait(api: RawApi, params: dict[str, Any], reserved: list[int], selectors: l
     return result, None, detail
 
 
-def _pools_failure(params: dict[str, Any], waited: dict[str, Any], entries: list[dict[str, Any]]) -> str:
+def _pools_failure(params: ModuleParams, waited: WaitOutcome, entries: list[PendingEntry]) -> str:
     """Why the pools' wait did not complete: the driver cannot run, or time ran out (the last API error)."""
-    message = (cannot_run_message(params["driver"], waited["failure"]) if waited.get("failure")
+    failure = waited.get("failure")
+    message = (cannot_run_message(params["driver"], failure) if failure
                else timeout_message(params["driver"], params["timeout"], entries))
     if waited.get("last_error"):
         message += "\nlast API error: %s" % waited["last_error"]
     return message
 
 
-def _wait_rollout(api: RawApi, params: dict[str, Any], selectors: list[str], nodes: list[str],
-                  waited: dict[str, Any], stats: dict[str, Any],
+def _wait_rollout(api: RawApi, params: ModuleParams, selectors: list[str], nodes: list[str],
+                  waited: WaitOutcome, stats: WaitStats,
                   timing: tuple[Callable[[], float] | None, Callable[[float], None] | None, DriverHealth],
-                  result: dict[str, Any]) -> str | None:
+                  result: TopologyResult) -> str | None:
     """Wait, within what is left of the timeout, until the release's DaemonSets have rolled out and
     every Ready target node's driver pod is Ready or wrote that node's pool (rollout.py), or the driver
     cannot run (``timing``'s DriverHealth). The failure message, or None; on failure
@@ -276,7 +297,7 @@ def _wait_rollout(api: RawApi, params: dict[str, Any], selectors: list[str], nod
     return rollout_message(params["driver"], params["timeout"], serving, entries)
 
 
-def not_ready_nodes(api: RawApi, params: dict[str, Any], names: Iterable[str]) -> list[str]:
+def not_ready_nodes(api: RawApi, params: ModuleParams, names: Iterable[str]) -> list[str]:
     """The nodes among ``names`` whose ``Ready`` condition is not ``True``: the role passes what its
     preflight read (``not_ready_nodes``); without it one list of the Nodes tells."""
     wanted = set(names)
@@ -288,7 +309,7 @@ def not_ready_nodes(api: RawApi, params: dict[str, Any], names: Iterable[str]) -
     return sorted(str(node_name(obj)) for obj in api.list_nodes() if node_name(obj) in wanted and not is_ready(obj))
 
 
-def _facts(api: RawApi, waited: dict[str, Any], params: dict[str, Any],
+def _facts(api: RawApi, waited: WaitOutcome, params: ModuleParams,
            down: list[str] | None = None) -> ClusterTopology:
     """The detailed topology of the targets that completed: their node topologies were built by the waiter
     as each pool completed, so only the cluster-wide part is left to do here. ``down``: the not-Ready

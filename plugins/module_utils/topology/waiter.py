@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Dict, List, Optional, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import (
     RESOURCE_SLICES_PATH,
@@ -35,6 +35,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import
     Verdict,
     Wait,
     WatchSource,
+    WaitStats,
     new_stats,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
@@ -52,6 +53,27 @@ SLICES_PATH = RESOURCE_SLICES_PATH  # the name reports.py and the fault tests im
 NODE_CHECK_INTERVAL = 10.0
 # ``driver_check(pending nodes)``: why the driver cannot run there, or None
 DriverCheck = Callable[[list[str]], "str | None"]
+
+
+class _WaitOutcomeBase(TypedDict):
+    complete: bool
+    slices: List[K8sObject]
+    targets: List[str]
+    dropped_nodes: List[str]
+    progress: PoolProgress
+    node_facts: Dict[str, NodeTopology]
+    stats: WaitStats
+    resource_version: Optional[str]
+    last_error: Optional[str]
+    failure: Optional[str]
+
+
+class WaitOutcome(_WaitOutcomeBase, total=False):
+    """What a wait (or a snapshot) of ``SliceWaiter`` saw: the slices, the targets' progress and node
+    topologies, its stats; ``elapsed`` when it waited, ``failure`` why the driver cannot run."""
+
+    elapsed: float
+
 
 
 def _meta(obj: K8sObject) -> K8sObject:
@@ -214,13 +236,13 @@ class SliceWaiter(object):
 
     # ------------------------------------------------------------------ wait
 
-    def snapshot(self, targets: list[str]) -> dict[str, Any]:
+    def snapshot(self, targets: list[str]) -> WaitOutcome:
         """One list, no wait: the current slices and the progress."""
         self._set_targets(targets)
         self._list()
         return self.result(waited=False)
 
-    def wait(self, targets: list[str], timeout: int) -> dict[str, Any]:
+    def wait(self, targets: list[str], timeout: int) -> WaitOutcome:
         """Until every node in ``targets`` has a complete pool, the driver check fails or ``timeout``.
 
         Returns ``result()`` (``complete``; ``failure``: why the driver cannot run). Raises
@@ -232,16 +254,16 @@ class SliceWaiter(object):
         self.resource_version, self.last_error = wait.resource_version, wait.last_error
         return self.result(elapsed=wait.elapsed, failure=verdict.reason or None)
 
-    def result(self, elapsed: float | None = None, waited: bool = True, failure: str | None = None) -> dict[str, Any]:
+    def result(self, elapsed: float | None = None, waited: bool = True, failure: str | None = None) -> WaitOutcome:
         progress = pool_progress(list(self.slices.values()), self.targets, self.driver)
-        out: dict[str, Any] = {
+        out: WaitOutcome = {
             "complete": not progress["missing"] and not progress["incomplete"],
             "slices": sorted(self.slices.values(), key=lambda s: _meta(s).get("name") or ""),
             "targets": list(self.targets),
             "dropped_nodes": sorted(self.dropped),
             "progress": progress,
             "node_facts": dict((n, self.node_facts[n]) for n in self.targets if n in self.node_facts),
-            "stats": dict(self.stats),
+            "stats": self.stats.copy(),
             "resource_version": self.resource_version,
             "last_error": self.last_error,
             "failure": failure,

@@ -53,6 +53,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.checks
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.kubeconfig import check_kubeconfig
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.validate.types import Settings
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec
 
 # the role's gate (dra_cpu_enabled, KUBEVIRT_USE_DRA_CPU): validate's ``run`` when it is off, and what it says
 SKIP = "skip"
@@ -62,7 +63,7 @@ GROUP_BY_ACCEPTED = ("one of %s (dra_cpu_group_by or DRA_CPU_GROUP_BY), or empty
                      % ", ".join(CLAIMABLE_GROUP_BY))
 
 
-def _check_driver(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> list[int]:
+def _check_driver(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> list[int]:
     """reserved_cpus, group_by, cpu_device_mode. Returns the reserved CPU ids."""
     raw = p.get("reserved_cpus")
     reserved = []
@@ -86,7 +87,7 @@ def _check_driver(p: dict[str, Any], settings: dict[str, Any], errors: list[str]
     return reserved
 
 
-def _check_claimable(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+def _check_claimable(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
     """An install (state present) whose grouping serves no KubeVirt claim is refused, through
     ``group_by`` (dra_cpu_group_by, DRA_CPU_GROUP_BY) or a ``groupBy`` in ``chart_values`` (which
     the values merge last). Uninstalling is not refused: it removes such a release."""
@@ -103,7 +104,7 @@ def _check_claimable(p: dict[str, Any], settings: dict[str, Any], errors: list[s
             VARIABLES["chart_values"], ", ".join(keys), UNCLAIMABLE_GROUP_BY_REASON, " or ".join(CLAIMABLE_GROUP_BY)))
 
 
-def _check_mapping_values(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+def _check_mapping_values(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
     """A ``driverConfig.publishNodeAllocatableResourceMapping`` in ``chart_values`` (merged last)
     must say what ``node_allocatable_mapping`` says: preflight and topology act on the setting."""
     section = (settings.get("chart_values") or {}).get(cv.DRIVER_CONFIG)
@@ -116,7 +117,7 @@ def _check_mapping_values(p: dict[str, Any], settings: dict[str, Any], errors: l
             VARIABLES["node_allocatable_mapping"]))
 
 
-def _check_chart_and_release(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+def _check_chart_and_release(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
     """chart, chart_version, namespace, release_name."""
     raw = p.get("chart")
     if raw is not None:
@@ -147,7 +148,7 @@ def _check_chart_and_release(p: dict[str, Any], settings: dict[str, Any], errors
         settings[option] = text
 
 
-def _check_timeouts(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+def _check_timeouts(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
     """helm_timeout (seconds or a Go duration), topology/uninstall timeouts (positive)."""
     raw = p.get("helm_timeout")
     if raw is not None:
@@ -171,7 +172,7 @@ def _check_timeouts(p: dict[str, Any], settings: dict[str, Any], errors: list[st
             errors.append(err(option, raw, str(exc), "a positive number of seconds"))
 
 
-def _check_helm(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+def _check_helm(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
     """helm_version, helm_mirror (+ allow_http), helm_binary."""
     raw = p.get("helm_version")
     if not blank(raw):
@@ -217,7 +218,7 @@ def _check_helm(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) 
         settings["report_dir"] = path
 
 
-def _check_sizing(p: dict[str, Any], reserved: list[int], settings: dict[str, Any], errors: list[str]) -> None:
+def _check_sizing(p: ModuleParams, reserved: list[int], settings: dict[str, Any], errors: list[str]) -> None:
     """num_vcpu / num_numa_nodes (environment fallbacks, '' = unknown) against each other and
     against the reserved CPUs; min_cell_cpus."""
     num_vcpu = optional_positive_int("num_vcpu", p.get("num_vcpu"), errors)
@@ -256,7 +257,7 @@ def _check_sizing(p: dict[str, Any], reserved: list[int], settings: dict[str, An
             errors.append(err("min_cell_cpus", raw, str(exc), "a number of CPUs, 0 to disable the check"))
 
 
-def _check_values_and_preflight(p: dict[str, Any], settings: dict[str, Any], errors: list[str]) -> None:
+def _check_values_and_preflight(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
     """chart_values (a mapping), preflight_ignore (known check names), state."""
     raw = p.get("chart_values")
     if raw is None:
@@ -305,7 +306,7 @@ def validate_inputs(params: ModuleParams | None) -> tuple[Settings, list[str]]:
     return cast(Settings, settings), errors
 
 
-def argument_spec() -> dict[str, Any]:
+def argument_spec() -> ArgumentSpec:
     """The typed options of kubevirtci.dra_cpu.validate (module and action plugin).
 
     ``raw`` only where a value has more than one accepted form: ``helm_timeout`` (seconds or a Go

@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import auth_argument_spec
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import (
     RESOURCE_SLICES_PATH,
     ClusterError,
@@ -62,7 +62,7 @@ INDIVIDUAL_MODE = (
     "spec.resourceClaims escape hatch would reference)")
 
 
-def argument_spec() -> dict[str, Any]:
+def argument_spec() -> ArgumentSpec:
     spec = auth_argument_spec(AUTH_ARG_SPEC)
     spec.update(
         name=dict(type="str", default="dra-cpu-verify"),
@@ -97,8 +97,9 @@ def _topology(api: RawApi, params: dict[str, Any], clock: Callable[[], float] | 
     tparams.update(driver=manifests.DEVICE_CLASS, namespace=params["driver_namespace"],
                    release_name=params["release_name"], wait=True, timeout=params["topology_timeout"])
     result, failure = topology_run.run(api, tparams, [], clock=clock, sleep=sleep)
-    fact = (result.get("ansible_facts") or {}).get("dra_cpu_topology") or result.get("topology") or {}
-    return cast(TopologyFact, fact), failure
+    facts = result.get("ansible_facts") or {}
+    fact = facts.get("dra_cpu_topology") or result.get("topology")
+    return cast(TopologyFact, fact or {}), failure
 
 
 def _wait_for(clock: Callable[[], float], sleep: Callable[[float], None], timeout: int,
