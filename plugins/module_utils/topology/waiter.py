@@ -46,7 +46,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_
     slice_node,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import node_topology
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import NodeTopology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import NodeTopology, PoolProgress
 
 SLICES_PATH = RESOURCE_SLICES_PATH  # the name reports.py and the fault tests import
 # how often a pending wait looks at what no slice event says: deleted nodes, a driver pod that cannot run
