@@ -7,7 +7,6 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 import copy
-from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec, auth_argument_spec
 

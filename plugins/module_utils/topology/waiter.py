@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import time
 from collections.abc import Callable
-from typing import Any, Dict, List, Optional, TypedDict
+from typing import Dict, List, Optional, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import (
     RESOURCE_SLICES_PATH,
@@ -73,7 +73,6 @@ class WaitOutcome(_WaitOutcomeBase, total=False):
     topologies, its stats; ``elapsed`` when it waited, ``failure`` why the driver cannot run."""
 
     elapsed: float
-
 
 
 def _meta(obj: K8sObject) -> K8sObject:
