@@ -158,7 +158,8 @@ def test_expired_watch_410_relists_and_continues(sc):
     that etcd compacted away and the watch cache no longer holds -> 410 Gone -> re-list."""
     from kubernetes import dynamic
     from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import RawApi
-    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SLICES_PATH, SliceWaiter
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import RESOURCE_SLICES_PATH as SLICES_PATH
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.waiter import SliceWaiter
 
     delete_slices(sc)
     publish(sc, pool_slices(sc, "node01"))

@@ -48,7 +48,6 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import node_topology
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import NodeTopology, PoolProgress
 
-SLICES_PATH = RESOURCE_SLICES_PATH  # the name reports.py and the fault tests import
 # how often a pending wait looks at what no slice event says: deleted nodes, a driver pod that cannot run
 NODE_CHECK_INTERVAL = 10.0
 # ``driver_check(pending nodes)``: why the driver cannot run there, or None
