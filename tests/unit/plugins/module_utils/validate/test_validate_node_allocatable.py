@@ -44,5 +44,5 @@ def test_chart_values_must_agree(mapping, value, ok):
         assert errors == []
     else:
         assert errors == ["dra_cpu_chart_values: driverConfig.publishNodeAllocatableResourceMapping: %r disagrees with "
-                          "dra_cpu_node_allocatable_mapping: %r; expected the mapping set through "
+                          "dra_cpu_node_allocatable_mapping: %r; expected it set through "
                           "dra_cpu_node_allocatable_mapping only" % (value, mapping)]
