@@ -129,10 +129,10 @@ def _metadata_text(readout: Readout, metadata_file: str) -> str:
 
 
 def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] | None,
-                  where: Locality | None = None) -> list[str]:
+                  device_at: Locality | None = None) -> list[str]:
     """What the container saw, as virt-launcher reads it, beside where the allocated device sits
-    (``where``: its PCIe roots and standard NUMA node, as published) and the driver's pinning."""
-    located = locality_text(where) if where else ""
+    (``device_at``: its PCIe roots and standard NUMA node, as published) and the driver's pinning."""
+    located = locality_text(device_at) if device_at else ""
     lines = ["in compute, what virt-launcher reads: %s%s" % (
         ", ".join(readout.get("dra_cpuset_lines") or []) or "no DRA_CPUSET_*",
         "; the allocated device sits at %s (%s, %s)" % (located, PCIE_ROOT, NUMA_NODE) if located else "")]
