@@ -81,7 +81,8 @@ options:
     description:
       - PCIe roots are asked for (C(dra_cpu_expose_pcie_roots)). Adds the C(list_attributes_gate) check, an error
         unless C(DRAListTypeAttributes) (KEP-5491) is enabled on the API server (its C(kubernetes_feature_enabled)
-        metric); without it the API server drops the driver's C(resource.kubernetes.io/pcieRoot) list value.
+        metric); without it the API server drops the driver's C(resource.kubernetes.io/pcieRoot) list value and
+        refuses the ResourceSlice that carried it.
     type: bool
     default: false
   node_selector:

@@ -16,7 +16,8 @@ and the preflight refusal on a cluster without the `DRAListTypeAttributes` gate.
   table give each cell's roots, and preflight found the gate enabled. Negative control: the same
   cluster reinstalled with the setting off, no device carries the attribute and the fact has no roots.
 - 'pcie-gate-off' (`CLUSTER_FEATURE_GATES=DRAListTypeAttributes=false`, one simulated node): the
-  real API server drops a ResourceSlice's list attribute (what preflight's message says); the install
+  real API server drops a ResourceSlice's list value and refuses the slice (what preflight's message
+  says; the same slice without it is accepted); the install
   with the setting on is refused by preflight before any change (no namespace, no helm release),
   naming the gate, what breaks and the fix. Negative control: the same cluster with the setting off
   installs.
@@ -208,24 +209,32 @@ def gate_off(cluster_factory):
     c.down()
 
 
-def test_gate_off_the_api_server_drops_the_list_attribute(gate_off):
-    """What preflight's message says, on the real API server: a ResourceSlice's list attribute is
-    dropped (its `strings`), a plain one kept."""
+def probe_slice(attributes):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "pcie-probe"},
+            "spec": {"driver": "probe.example.com", "allNodes": True,
+                     "pool": {"name": "probe", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "dev0", "attributes": attributes}]}}
+
+
+def test_gate_off_the_api_server_refuses_a_slice_with_the_list_attribute(gate_off):
+    """What preflight's message says, on the real API server (1.36.3): it drops the list value
+    (`strings`) and then refuses the ResourceSlice, whose attribute is left without a value; the same
+    slice without the list attribute (the control) is accepted."""
     from kubernetes import client
     api = client.CustomObjectsApi(gate_off.api_client)
     gvp = ("resource.k8s.io", "v1", "resourceslices")
-    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "pcie-probe"},
-            "spec": {"driver": "probe.example.com", "allNodes": True,
-                     "pool": {"name": "probe", "generation": 1, "resourceSliceCount": 1},
-                     "devices": [{"name": "dev0", "attributes": {
-                         PCIE_ROOT: {"strings": ["pci0000:00"]}, "probe.example.com/kept": {"string": "yes"}}}]}}
-    api.create_cluster_custom_object(*gvp, body)
+    kept = {"probe.example.com/kept": {"string": "yes"}}
+    with pytest.raises(client.ApiException) as refused:
+        api.create_cluster_custom_object(*gvp, probe_slice({**kept, PCIE_ROOT: {"strings": ["pci0000:00"]}}))
+    assert refused.value.status == 422, refused.value
+    assert f"attributes[{PCIE_ROOT}]" in refused.value.body and "exactly one value must be specified" in \
+        refused.value.body, refused.value.body
+    api.create_cluster_custom_object(*gvp, probe_slice(kept))
     try:
-        attrs = api.get_cluster_custom_object(*gvp, "pcie-probe")["spec"]["devices"][0].get("attributes") or {}
+        attrs = api.get_cluster_custom_object(*gvp, "pcie-probe")["spec"]["devices"][0]["attributes"]
     finally:
         api.delete_cluster_custom_object(*gvp, "pcie-probe")
-    assert attrs.get("probe.example.com/kept") == {"string": "yes"}, attrs
-    assert "strings" not in (attrs.get(PCIE_ROOT) or {}), attrs
+    assert attrs == kept, attrs
 
 
 def test_gate_off_the_setting_is_refused_before_any_change(gate_off):

@@ -5,8 +5,8 @@
 Owns the ``list_attributes_gate`` finding, asked only when the setting is on: the API server (its
 ``kubernetes_feature_enabled`` metric, read once by gather.py as for ``DRAConsumableCapacity``) must
 run with ``DRAListTypeAttributes`` (KEP-5491), or it drops the driver's
-``resource.kubernetes.io/pcieRoot`` list value. Pure. Upstream facts: docs/upstream.md ("What the
-driver publishes").
+``resource.kubernetes.io/pcieRoot`` list value and refuses the slice that carried it. Pure. Upstream
+facts: docs/upstream.md ("PCIe roots").
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -28,7 +28,9 @@ ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
 REQUIRED = "%s enabled" % GATE
 # what breaks without the gate (the field is alpha, k8s.io/api resource/v1 DeviceAttribute.StringValues)
 BREAKS = ("without it the API server drops the list value of %s that the driver publishes on each CPU "
-          "device, so no claim can match a CPU device's PCIe roots (matchAttribute)" % ATTRIBUTE)
+          "device and refuses the driver's ResourceSlices (an attribute left without a value), so the "
+          "node's CPU devices are not published and no claim can match a CPU device's PCIe roots "
+          "(matchAttribute)" % ATTRIBUTE)
 _OFF = "or install without PCIe roots (%s: false)" % VARIABLE
 FIX = ("start kube-apiserver and kube-scheduler with --feature-gates=%s=true (alpha, off by default in "
        "Kubernetes 1.36), %s" % (GATE, _OFF))

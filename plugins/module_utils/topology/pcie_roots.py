@@ -87,8 +87,8 @@ def pool_check(expected: bool | None) -> PoolCheck | None:
             return ""
         if expected:
             return ("no device carries %s yet (dra_cpu_expose_pcie_roots: true): the driver has not published "
-                    "with --expose-pcie-roots, found no PCIe root local to its CPUs, or the API server dropped "
-                    "the list value (%s off)" % (PCIE_ROOT, GATE))
+                    "with --expose-pcie-roots (with %s off the API server refuses its slices, and the ones "
+                    "published before stay) or found no PCIe root local to its CPUs" % (PCIE_ROOT, GATE))
         return "its devices still carry %s (dra_cpu_expose_pcie_roots: false)" % PCIE_ROOT
     return check
 

@@ -40,6 +40,7 @@ def test_without_the_gate_it_is_an_error_saying_what_breaks_and_the_fix(metrics,
     assert f["severity"] == "error" and f["node"] is None and f["observed"] == observed
     assert f["message"].startswith("dra_cpu_expose_pcie_roots: true, but ") and words in f["message"]
     assert "drops the list value of resource.kubernetes.io/pcieRoot" in f["message"]
+    assert "refuses the driver's ResourceSlices" in f["message"] and "CPU devices are not published" in f["message"]
     assert "no claim can match" in f["message"]
     assert "dra_cpu_expose_pcie_roots: false" in f["fix"]
 
