@@ -15,6 +15,8 @@ and the preflight refusal on a cluster without the `DRAListTypeAttributes` gate.
   (`{strings: [...]}`: the API server kept the list), the role's `dra_cpu_topology` fact and report
   table give each cell's roots, and preflight found the gate enabled. Negative control: the same
   cluster reinstalled with the setting off, no device carries the attribute and the fact has no roots.
+  With every CPU a root is local to reserved, no device carries one and the install fails at the
+  topology wait's timeout saying so.
 - 'pcie-gate-off' (`CLUSTER_FEATURE_GATES=DRAListTypeAttributes=false`, one simulated node): the
   real API server drops a ResourceSlice's list value and refuses the slice (what preflight's message
   says; the same slice without it is accepted); the install
@@ -199,6 +201,27 @@ def test_turned_off_no_device_carries_roots(pcie_cluster, installed_on):
     assert not [f for f in r.result(PRE_TASK).get("findings", []) if f["check"] == "list_attributes_gate"]
 
 
+@on_real_nodes
+def test_no_root_local_to_an_unreserved_cpu_the_wait_says_so(pcie_cluster, installed_on, roots):
+    """The roots local only to reserved CPUs: on real01 (the driver there only: the chart's nodeSelector)
+    with every CPU a root is local to reserved, no device carries one (upstream's setPCIeRootsAttribute
+    sees the device's CPUs, the reserved ones left out), so the topology wait, asked for roots, never
+    counts the pool and ends at its timeout saying why. Runs after the setting was turned off (the
+    pool before carries none either, so the wait cannot take it)."""
+    cells = node_cells(pcie_cluster, SIMULATED)
+    local = set().union(*roots.values()) & set().union(*cells.values())
+    if local >= set().union(*cells.values()):
+        pytest.skip(f"this machine's PCIe roots are local to every CPU of real01: {roots}")
+    r = run_playbook(pcie_cluster, "install", env=NO_SIZING, extra_vars=dict(
+        V02, dra_cpu_expose_pcie_roots=True, dra_cpu_reserved_cpus=",".join(str(i) for i in sorted(local)),
+        dra_cpu_topology_timeout=30, dra_cpu_chart_values={"nodeSelector": {"kubernetes.io/hostname": SIMULATED}}))
+    assert r.rc != 0, r
+    msg = " ".join(r.failure_messages())
+    assert SIMULATED in msg and f"no device carries {PCIE_ROOT} yet (dra_cpu_expose_pcie_roots: true)" in msg, msg
+    assert "found no PCIe root local to its CPUs" in msg, msg
+    assert published_roots(pcie_cluster, SIMULATED) == {}
+
+
 # ---- the gate off: one simulated node is enough (preflight reads the API server) ----
 
 @pytest.fixture(scope="module")
@@ -246,6 +269,7 @@ def test_gate_off_the_setting_is_refused_before_any_change(gate_off):
     assert "cluster [list_attributes_gate]" in msg, msg
     assert f"dra_cpu_expose_pcie_roots: true, but {GATE} is disabled on the API server" in msg, msg
     assert "drops the list value of resource.kubernetes.io/pcieRoot" in msg, msg
+    assert "refuses the driver's ResourceSlices" in msg, msg
     assert f"--feature-gates={GATE}=true" in msg and "dra_cpu_expose_pcie_roots: false" in msg, msg
     # nothing was changed: no namespace, no helm release, no chart task ran
     assert "dra-driver-cpu" not in namespaces(gate_off)
