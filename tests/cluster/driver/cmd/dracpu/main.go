@@ -167,6 +167,9 @@ func run(logger klog.Logger, flavor string, cfg config.Config) error {
 		return fmt.Errorf("driver failed to initialize: %w", err)
 	}
 	logger.Info("CPU topology", "hostRoot", os.Getenv("HOST_ROOT"), "topology", topo.Summary())
+	if err := devices.ProbePCIe(logger, sfs, topo, &opts); err != nil {
+		return fmt.Errorf("driver failed to initialize: %w", err)
+	}
 	set := devices.Build(topo, opts)
 	for _, d := range set.Devices {
 		logger.V(2).Info("device", "name", d.Name, "cpus", set.CPUs[d.Name].String())
