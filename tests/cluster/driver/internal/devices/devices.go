@@ -67,6 +67,8 @@ type Set struct {
 	Chunks  [][]resourceapi.Device   // nil: nothing to publish (PublishResources is not called)
 	// Online and Reserved: what prepare checks an opaque cpuset against (machine grouping)
 	Online, Reserved cpuset.CPUSet
+	// All: the topology's CPUs (upstream CPUTopology.CPUDetails), what the allocation metrics count
+	All cpuset.CPUSet
 }
 
 func intAttr(v int) resourceapi.DeviceAttribute {
@@ -82,7 +84,7 @@ func strAttr(v string) resourceapi.DeviceAttribute {
 
 // Build builds the devices and chunks for the topology.
 func Build(t *topology.Topology, o Options) Set {
-	s := Set{CPUs: map[string]cpuset.CPUSet{}, Online: t.Online, Reserved: o.Reserved}
+	s := Set{CPUs: map[string]cpuset.CPUSet{}, Online: t.Online, Reserved: o.Reserved, All: cpuset.New(t.SortedIDs()...)}
 	if o.Mode == config.ModeIndividual {
 		for _, d := range individual(t, o.Reserved) {
 			dev := individualDevice(d.name, d.cpu, t.SMTEnabled, o.Flavor)
