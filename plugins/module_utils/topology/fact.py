@@ -90,7 +90,6 @@ def parse_quantity(value: Any) -> float | int:
     return number
 
 
-
 def device_attribute(device: K8sObject, name: str, driver: str = DEFAULT_DRIVER, default: Any = None) -> Any:
     """Value of attribute ``name`` (qualified ``<driver>/name`` or bare ``name``)."""
     attrs = device.get("attributes") or {}
