@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import driver_field_selector
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Installed
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import uninstall as plan
@@ -81,7 +82,7 @@ class UninstallSteps(object):
         k8s/wait.py's polling source); fails after ``timeout`` seconds naming their nodes."""
         def read() -> list[K8sObject]:
             found = self._checked(K8S_INFO, dict(auth, api_version="resource.k8s.io/v1", kind="ResourceSlice",
-                                                 field_selectors=["spec.driver=%s" % DEFAULT_DRIVER]), task_vars,
+                                                 field_selectors=[driver_field_selector(DEFAULT_DRIVER)]), task_vars,
                                   "cannot read the ResourceSlices of %s" % DEFAULT_DRIVER)
             return list(found.get("resources") or [])
 
