@@ -33,7 +33,7 @@ description:
     reference names); the cache saves reading and parsing it. Not written in check mode.
   - Says what validating the chart's C(values.schema.json) needs from helm, RV(schema_requirements);
     M(kubevirtci.dra_cpu.helm_tool) given them keeps, replaces or refuses the helm found. This module
-    finds and downloads no helm: it pulls with O(helm).
+    finds and downloads no helm - it pulls with O(helm).
 options:
   path:
     description:

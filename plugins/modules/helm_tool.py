@@ -160,9 +160,9 @@ helm_choice:
       type: str
 report:
   description:
-    - Short lines saying which helm is used and how it was verified (also on a failed download); when
-      fitted, O(found)'s lines, then C(helm: <why helm from PATH is replaced>) and the download's, or
-      C(warning: ...) when RV(helm_choice.warning) is set.
+    - Short lines saying which helm is used and how it was verified (also on a failed download).
+    - "When fitted, O(found)'s lines, then C(helm: <why helm from PATH is replaced>) and the download's,
+      or C(warning: ...) when RV(helm_choice.warning) is set."
   returned: always
   type: list
   elements: str
