@@ -67,6 +67,13 @@ options:
         C(dra_cpu_node_allocatable_mapping) and the chart when the chart has no such key. False sets nothing.
     type: bool
     default: false
+  expose_pcie_roots:
+    description:
+      - Set C(args.exposePCIeRoots=true) (the driver's C(--expose-pcie-roots)), under C(args) on every chart
+        (upstream main refuses it in C(driverConfig)); fails naming C(dra_cpu_expose_pcie_roots) and the chart
+        when the chart has no such key. False sets nothing.
+    type: bool
+    default: false
   image:
     description:
       - The image to run, C(repository[:tag]), set through C(image.repository) and C(image.tag);

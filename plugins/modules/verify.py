@@ -231,6 +231,15 @@ readout:
       container_cpus, cgroup_cpus, online_cpus, cpuset_compared, placement, pinned, problems, notes}).
   returned: when the pod ran
   type: dict
+locality:
+  description:
+    - Where the allocated device sits as its ResourceSlice publishes it, C({pcie_roots, numa_node}) (the union of
+      its C(resource.kubernetes.io/pcieRoot), empty when not published, with C(dra_cpu_expose_pcie_roots); its
+      C(resource.kubernetes.io/numaNode), null when not published); null when the device is not among the newest
+      slices. The report gives it beside C(DRA_CPUSET_*).
+  returned: when the pod ran
+  type: dict
+  sample: {pcie_roots: ['pci0000:00'], numa_node: null}
 node_allocatable:
   description: KEP-5517, C({claim_status, probe}) (the pod's status entry for the claim, the probe pod's request and outcome).
   returned: when the pod ran claim-only

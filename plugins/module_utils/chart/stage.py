@@ -42,6 +42,7 @@ def argument_spec() -> ArgumentSpec:
         group_by=dict(type="str", default=""),
         cpu_device_mode=dict(type="str", default="grouped", choices=["grouped", "individual"]),
         node_allocatable_mapping=dict(type="bool", default=False),
+        expose_pcie_roots=dict(type="bool", default=False),
         image=dict(type="str", default=""),
         chart_values=dict(type="dict", default={}),
         helm=dict(type="str"),

@@ -38,6 +38,7 @@ VARIABLES = {
     "kubeconfig": "dra_cpu_kubeconfig",
     "context": "dra_cpu_context",
     "node_allocatable_mapping": "dra_cpu_node_allocatable_mapping",
+    "expose_pcie_roots": "dra_cpu_expose_pcie_roots",
 }
 
 STATES = ("present", "absent")

@@ -84,6 +84,8 @@ def _check_driver(p: ModuleParams, settings: Settings, errors: list[str]) -> lis
     settings["cpu_device_mode"] = choice(p, "cpu_device_mode", "grouped", MODES, "a device mode", errors)
     # KEP-5517: driverConfig.publishNodeAllocatableResourceMapping (chart stage); the gate: preflight
     settings["node_allocatable_mapping"] = boolean(p, "node_allocatable_mapping", errors)
+    # args.exposePCIeRoots (chart stage); the DRAListTypeAttributes gate: preflight
+    settings["expose_pcie_roots"] = boolean(p, "expose_pcie_roots", errors)
     return reserved
 
 
@@ -105,16 +107,20 @@ def _check_claimable(p: ModuleParams, settings: Settings, errors: list[str]) -> 
 
 
 def _check_mapping_values(p: ModuleParams, settings: Settings, errors: list[str]) -> None:
-    """A ``driverConfig.publishNodeAllocatableResourceMapping`` in ``chart_values`` (merged last)
-    must say what ``node_allocatable_mapping`` says: preflight and topology act on the setting."""
-    section = (settings.get("chart_values") or {}).get(cv.DRIVER_CONFIG)
-    if not isinstance(section, dict) or MAPPING_KEY not in section:
-        return
-    if section[MAPPING_KEY] is not settings["node_allocatable_mapping"]:
-        errors.append("%s: driverConfig.%s: %s disagrees with %s: %s; expected the mapping set through %s only" % (
-            VARIABLES["chart_values"], MAPPING_KEY, show(section[MAPPING_KEY]),
-            VARIABLES["node_allocatable_mapping"], show(p.get("node_allocatable_mapping")),
-            VARIABLES["node_allocatable_mapping"]))
+    """A ``driverConfig.publishNodeAllocatableResourceMapping`` or ``args.exposePCIeRoots`` in
+    ``chart_values`` (merged last) must say what ``node_allocatable_mapping`` / ``expose_pcie_roots``
+    says: preflight and topology act on the setting."""
+    # the boolean settings a key of chart_values must not contradict: (setting, its value, section, key)
+    gated = (("node_allocatable_mapping", settings.get("node_allocatable_mapping"), cv.DRIVER_CONFIG, MAPPING_KEY),
+             ("expose_pcie_roots", settings.get("expose_pcie_roots"), cv.ARGS, cv.PCIE_ROOTS_KEY))
+    for setting, value, name, key in gated:
+        section = (settings.get("chart_values") or {}).get(name)
+        if not isinstance(section, dict) or key not in section:
+            continue
+        if section[key] is not value:
+            errors.append("%s: %s.%s: %s disagrees with %s: %s; expected it set through %s only" % (
+                VARIABLES["chart_values"], name, key, show(section[key]),
+                VARIABLES[setting], show(p.get(setting)), VARIABLES[setting]))
 
 
 def _check_chart_and_release(p: ModuleParams, settings: Settings, errors: list[str]) -> None:
@@ -329,6 +335,7 @@ def argument_spec() -> ArgumentSpec:
         group_by=dict(type="str", default=""),
         cpu_device_mode=dict(type="str", default="grouped"),
         node_allocatable_mapping=dict(type="raw", default=False),
+        expose_pcie_roots=dict(type="raw", default=False),
         chart=dict(type="str"),
         chart_version=dict(type="str"),
         namespace=dict(type="str"),

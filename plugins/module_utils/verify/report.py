@@ -16,6 +16,12 @@ __metaclass__ = type
 from typing import Any, List, Optional, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pcie_roots import (
+    NUMA_NODE,
+    PCIE_ROOT,
+    Locality,
+    locality_text,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import TopologyFact
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
@@ -63,6 +69,7 @@ class VerifyResult(TypedDict, total=False):
     claim: Optional[K8sObject]
     pod: K8sObject
     node: Optional[str]
+    locality: Optional[Locality]
     pod_phase: Optional[str]
     qos_class: Optional[str]
     readout: Readout
@@ -121,10 +128,14 @@ def _metadata_text(readout: Readout, metadata_file: str) -> str:
                meta.get("allocated_cpus")))
 
 
-def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] | None) -> list[str]:
-    """What the container saw, as virt-launcher reads it, beside the driver's pinning."""
-    lines = ["in compute, what virt-launcher reads: %s" % (
-        ", ".join(readout.get("dra_cpuset_lines") or []) or "no DRA_CPUSET_*")]
+def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] | None,
+                  device_at: Locality | None = None) -> list[str]:
+    """What the container saw, as virt-launcher reads it, beside where the allocated device sits
+    (``device_at``: its PCIe roots and standard NUMA node, as published) and the driver's pinning."""
+    located = locality_text(device_at) if device_at else ""
+    lines = ["in compute, what virt-launcher reads: %s%s" % (
+        ", ".join(readout.get("dra_cpuset_lines") or []) or "no DRA_CPUSET_*",
+        "; the allocated device sits at %s (%s, %s)" % (located, PCIE_ROOT, NUMA_NODE) if located else "")]
     cpus = readout.get("container_cpus") or "?"
     if readout.get("cpuset_compared") and not readout.get("problems"):
         where = readout.get("placement")

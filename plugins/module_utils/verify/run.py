@@ -234,11 +234,12 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: Verify
                              (pinned.get("containers") or {}).get(manifests.CONTAINER), params,
                              result["metadata_file"], readout.placement_of(results, devices, mode))
     node = (pod.get("spec") or {}).get("nodeName")
+    where = readout.locality_of(results, devices)
     out: VerifyResult = {"claim": claim, "pod": pod, "node": node, "pod_phase": (pod.get("status") or {}).get("phase"),
                          "qos_class": (pod.get("status") or {}).get("qosClass"), "readout": seen_out,
-                         "pinned": pinned, "log": seen.get("log")}
+                         "pinned": pinned, "log": seen.get("log"), "locality": where}
     lines = [size_line, report.allocation_line(objects.claim_name, cpus, results, pod, mode, result["numa_attribute"])]
-    lines += report.readout_lines(seen_out, result["metadata_file"], pinned)
+    lines += report.readout_lines(seen_out, result["metadata_file"], pinned, where)
     if result["claim_only"]:
         status, status_problems = kep5517.claim_status(pod, objects.claim_name, cpus)
         probe, probe_problem = _probe(api, objects, params, node or "", cpus, now, pause)

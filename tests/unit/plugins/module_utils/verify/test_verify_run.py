@@ -156,7 +156,10 @@ def test_a_proven_claim_reports_and_removes_its_objects():
     assert deletes == [PROBE, LAUNCHER, CLAIM] * 2
     assert r["report"][0].startswith("VMI default/dra-cpu-verify (dedicatedCpuPlacement), the largest VM that fits")
     assert r["report"][1].startswith("claim dra-cpu-verify-cpu for 6 CPUs allocated: node real01, device cpudevnuma001")
-    assert "in compute, what virt-launcher reads: DRA_CPUSET_claim-uid=6-11" in r["report"]
+    # beside it, where the allocated device sits as its slice publishes it (resource.kubernetes.io/numaNode 1)
+    assert ("in compute, what virt-launcher reads: DRA_CPUSET_claim-uid=6-11; the allocated device sits at NUMA node 1 "
+            "(resource.kubernetes.io/pcieRoot, resource.kubernetes.io/numaNode)") in r["report"]
+    assert r["locality"] == {"pcie_roots": [], "numa_node": 1}
     assert "its container pinned to CPUs 6-11 (the driver's log on real01)" in r["report"]
     assert r["ansible_facts"]["dra_cpu_topology"]["max_vm_host_cpus"] == 6
     # the simulated hardware: CPUs 6-11 are CPUs of the kernel here (online 0-11), NUMA node 1 holds them
