@@ -33,6 +33,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
     ClusterError,
     KubeRequestError,
     RawApi,
+    driver_field_selector,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
@@ -140,7 +141,7 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
                        "msg": sizing.NO_CPUS % int(fact.get("max_vm_host_cpus") or 0)})
         return result
     slices = api.get_json(RESOURCE_SLICES_PATH,
-                          {"fieldSelector": "spec.driver=%s" % manifests.DEVICE_CLASS}).get("items") or []
+                          {"fieldSelector": driver_field_selector(manifests.DEVICE_CLASS)}).get("items") or []
     numa = manifests.numa_attribute(slices) if mode == "individual" else None
     result["numa_attribute"] = numa
     if check_mode:
