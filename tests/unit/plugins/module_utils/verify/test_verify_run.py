@@ -25,7 +25,7 @@ DEVICE = {"name": "cpudevnuma001", "attributes": {"numaNodeID": {"int": 1}, "res
 SLICES = [{"spec": {"driver": "dra.cpu", "nodeName": "real01", "pool": POOL, "devices": [DEVICE]}}]
 
 
-def container_log(metadata=True):
+def container_log(metadata=True, dra_cpuset=True):
     meta = json.dumps({"apiVersion": "metadata.resource.k8s.io/v1beta1", "kind": "DeviceMetadata",
                        "requests": [{"name": "cpu", "devices": [{"driver": "dra.cpu", "pool": "real01",
                                      "name": "cpudevnuma001", "attributes": {
@@ -34,7 +34,8 @@ def container_log(metadata=True):
     m = "@@dra-cpu-verify "
     return "\n".join([m + "metadata", meta if metadata else m + "missing", m + "status", "Cpus_allowed_list:\t6-11",
                       m + "cgroup", "", m + "online", "0-11", m + "nodes",
-                      "/sys/devices/system/node/node1/cpulist 6-11", m + "packages", "", m + "env", "DRA_CPUSET_%s=6-11" % UID, m + "end", ""])
+                      "/sys/devices/system/node/node1/cpulist 6-11", m + "packages", "", m + "env",
+                      "DRA_CPUSET_%s=6-11" % UID if dra_cpuset else "HOME=/root", m + "end", ""])
 
 
 class FakeApi(object):
@@ -341,3 +342,35 @@ def test_kep5517_a_probe_refused_for_another_reason_fails(kep5517):
     assert r["failed"] and "is Unschedulable, but not for insufficient CPU (scheduler: %s)" % taint in r["msg"]
     r = verify(FakeApi(claim_status=STATUS, refusal=taint, in_event=True))
     assert r["failed"] and "not for insufficient CPU" in r["msg"]
+
+
+def run_module(monkeypatch, api, **params):
+    """The module's own entry (run_verify, what plugins/modules/verify.py calls) with its argument spec's
+    defaults, the client factory answering with the fake API server."""
+    class Connected(object):
+        pass
+    connected = Connected()
+    connected.api = api
+    monkeypatch.setattr(V.factory, "connect", lambda get_client, source, p: connected)
+    return V.run_verify(dict(PARAMS, **params), False, None, None)
+
+
+def test_a_container_without_dra_cpuset_fails_by_default_and_passes_only_with_the_setting(monkeypatch):
+    assert (PARAMS["allow_missing_dra_cpuset"], PARAMS["require_metadata"]) == (False, False)
+    # the control: with DRA_CPUSET_<claim uid> the defaults pass
+    r = run_module(monkeypatch, FakeApi())
+    assert not r.get("failed") and r["passed"], r
+    # without it: the defaults fail, naming the setting
+    api = FakeApi(log=container_log(dra_cpuset=False))
+    r = run_module(monkeypatch, api)
+    assert r["failed"] and not r["passed"] and api.objects == {}
+    assert "the driver injected no DRA_CPUSET_claim-uid into container compute (it has: none)" in r["msg"]
+    assert "Set dra_cpu_verify_allow_missing_dra_cpuset=true" in r["msg"]
+    # with the setting: passes, and says what it accepted
+    r = run_module(monkeypatch, FakeApi(log=container_log(dra_cpuset=False)), allow_missing_dra_cpuset=True)
+    assert not r.get("failed") and r["passed"], r
+    assert "no DRA_CPUSET_claim-uid (accepted: dra_cpu_verify_allow_missing_dra_cpuset)" in " ".join(r["report"])
+    # the setting does not accept a DRA_CPUSET_* that is there but wrong
+    bad = container_log().replace("DRA_CPUSET_%s=6-11" % UID, "DRA_CPUSET_%s=6-8" % UID)
+    r = run_module(monkeypatch, FakeApi(log=bad), allow_missing_dra_cpuset=True)
+    assert r["failed"] and "holds 3 CPUs, the claim asks for 6" in r["msg"]
