@@ -235,9 +235,9 @@ readout:
   type: dict
 node_allocatable:
   description:
-    - KEP-5517, C({claim_status, probe, control}) (the pod's status entry for the claim; the probe and
+    - "KEP-5517, C({claim_status, probe, control}) (the pod's status entry for the claim; the probe and
       control pods, each C({name, cpu_millis, outcome, message}): the CPU asked for, what the scheduler
-      decided, its words).
+      decided, its words)."
   returned: when the pod ran claim-only
   type: dict
 claim:
