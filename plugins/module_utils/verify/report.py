@@ -153,6 +153,11 @@ def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] |
     return lines
 
 
+def _pod_outcome(pod: Probe) -> str:
+    said = " (scheduler: %s)" % pod["message"] if pod.get("message") else ""
+    return "(%dm CPU): %s%s" % (pod.get("cpu_millis") or 0, pod.get("outcome") or "undecided", said)
+
+
 def node_allocatable_lines(status: K8sObject | None, probe: Probe, control: Probe, cpus: int) -> list[str]:
     """KEP-5517: the pod's claim status, the probe pod's and the control pod's outcomes."""
     if status is None:
@@ -168,14 +173,12 @@ def node_allocatable_lines(status: K8sObject | None, probe: Probe, control: Prob
                      "left beside the claim, stays Unschedulable (scheduler: %s)"
                      % (cpus, probe.get("cpu_millis") or 0, probe.get("message")))
     else:
-        lines.append("accounting probe (%dm CPU): %s%s" % (probe.get("cpu_millis") or 0, probe.get("outcome") or "undecided",
-                                                          " (scheduler: %s)" % probe["message"] if probe.get("message") else ""))
+        lines.append("accounting probe %s" % _pod_outcome(probe))
     if control.get("outcome") == SCHEDULED:
         lines.append("and no more than them: a control pod asking for %dm CPU, one CPU less, was scheduled"
                      % (control.get("cpu_millis") or 0))
     else:
-        lines.append("control pod (%dm CPU): %s%s" % (control.get("cpu_millis") or 0, control.get("outcome") or "undecided",
-                                                      " (scheduler: %s)" % control["message"] if control.get("message") else ""))
+        lines.append("control pod %s" % _pod_outcome(control))
     return lines
 
 

@@ -34,33 +34,33 @@ HERE_INSTALL = F.Installed(cpu_request_milli=100, values_cpu_request_milli=100, 
 SUITE = '''package e2e
 
 const (
-	minCPUs = 3
+    minCPUs = 3
 )
 
 // ginkgo.It("a spec in a comment", func() { {{{ })
 var _ = ginkgo.Describe("Sharing", func() {
-	ginkgo.BeforeAll(func() {
-		log("setup of the describe {")
-	})
-	ginkgo.When("two pods", func() {
-		ginkgo.JustBeforeEach(func() {
-			if available < minCPUs {
-				ginkgo.Skip("need minCPUs")
-			}
-		})
-		ginkgo.It("shares with two containers", func() {
-			c1 := Container{Name: "one", CPU: 1}
-			c2 := Container{Name: "two", CPU: 1}
-		})
-		ginkgo.It("shares with one \\"container\\"", func() {
-			c1 := Container{Name: "one", CPU: 1, Note: "}"}
-			ginkgo.Skip("inner skip")
-		})
-	})
-	ginkgo.Context("elsewhere", func() {
-		ginkgo.BeforeEach(func() { ginkgo.Skip("other context") })
-		ginkgo.It("stands alone", func() {})
-	})
+    ginkgo.BeforeAll(func() {
+        log("setup of the describe {")
+    })
+    ginkgo.When("two pods", func() {
+        ginkgo.JustBeforeEach(func() {
+            if available < minCPUs {
+                ginkgo.Skip("need minCPUs")
+            }
+        })
+        ginkgo.It("shares with two containers", func() {
+            c1 := Container{Name: "one", CPU: 1}
+            c2 := Container{Name: "two", CPU: 1}
+        })
+        ginkgo.It("shares with one \\"container\\"", func() {
+            c1 := Container{Name: "one", CPU: 1, Note: "}"}
+            ginkgo.Skip("inner skip")
+        })
+    })
+    ginkgo.Context("elsewhere", func() {
+        ginkgo.BeforeEach(func() { ginkgo.Skip("other context") })
+        ginkgo.It("stands alone", func() {})
+    })
 })
 '''
 TWO = "Sharing when two pods shares with two containers"
@@ -108,7 +108,7 @@ def test_the_skip_regex_matches_each_excluded_spec_and_no_run_spec():
 
 def test_a_spec_is_found_by_its_full_name_with_its_own_body_and_setup(src):
     nodes = F.ginkgo_nodes(SUITE)
-    assert [(k, t) for k, t, *_ in nodes] == [
+    assert [node[:2] for node in nodes] == [
         ("Describe", "Sharing"), ("When", "when two pods"), ("It", "shares with two containers"),
         ("It", 'shares with one "container"'), ("Context", "elsewhere"), ("It", "stands alone")]
     spec = F.find_spec(src, ONE)

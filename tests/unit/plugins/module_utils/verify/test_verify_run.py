@@ -331,6 +331,7 @@ def test_kep5517_a_claim_counted_as_more_than_its_cpus_fails(kep5517):
     assert r["node_allocatable"]["probe"]["outcome"] == "unschedulable"
     assert r["node_allocatable"]["control"]["outcome"] == "unschedulable"
     assert r["failed"] and "the scheduler counts more than the claim's CPUs" in r["msg"]
+    assert "control pod (5899m CPU): unschedulable (scheduler: %s)" % INSUFFICIENT in r["report"]
 
 
 def test_kep5517_a_probe_refused_for_another_reason_fails(kep5517):
@@ -340,6 +341,8 @@ def test_kep5517_a_probe_refused_for_another_reason_fails(kep5517):
     assert r["node_allocatable"]["probe"] == {"name": "dra-cpu-verify-probe", "cpu_millis": 6899,
                                               "outcome": "unschedulable, not for insufficient CPU", "message": taint}
     assert r["failed"] and "is Unschedulable, but not for insufficient CPU (scheduler: %s)" % taint in r["msg"]
+    assert ("accounting probe (6899m CPU): unschedulable, not for insufficient CPU (scheduler: %s)" % taint
+            in r["report"])
     r = verify(FakeApi(claim_status=STATUS, refusal=taint, in_event=True))
     assert r["failed"] and "not for insufficient CPU" in r["msg"]
 
