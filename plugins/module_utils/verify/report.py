@@ -18,6 +18,7 @@ from typing import Any, List, Optional, TypedDict
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import TopologyFact
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.aligned import AlignedProof
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     CONTAINER,
     DEVICE_CLASS,
@@ -69,6 +70,7 @@ class VerifyResult(TypedDict, total=False):
     pinned: dict[str, Any]  # verify/pinned.py's result
     log: Optional[str]
     node_allocatable: NodeAllocatableCheck
+    aligned: AlignedProof
     cleanup: List[str]
 
 
