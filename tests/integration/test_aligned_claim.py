@@ -16,7 +16,8 @@ that no aligned claim is allocated, which the far device shows too.
 Two clusters, one per driver flavour (a module-scoped fixture): chart 0.3.0 (upstream main's flavour,
 the project's driver: `resource.kubernetes.io/numaNode` on grouped devices) and chart 0.2.0 (upstream's
 own v0.2.0 binary with `args.exposePCIeRoots`: `resource.kubernetes.io/pcieRoot`, a string list),
-both with the API server's, controller manager's and scheduler's `DRAListTypeAttributes` gate
+the latter on Kubernetes v1.37.2 (v1.36.3's scheduler compares a list as a scalar), both with the API
+server's, controller manager's and scheduler's `DRAListTypeAttributes` gate
 (CLUSTER_FEATURE_GATES: without it the API server drops the list and `matchAttribute` cannot intersect
 it). For each attribute: when the CPU devices carry it, the aligned claim is proven and the far one is
 not allocated; when they do not, verify refuses before creating anything, saying what publishes it.
