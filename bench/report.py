@@ -11,8 +11,8 @@ W = waiters.ALL
 GOAL_LATENCY = 0.3          # module, p50 at every N up to 1000 x 8
 GOAL_ROLE_1000 = 1.5        # through ansible-playbook (the role's tasks), p50 at 1000 x 8
 GOAL_RSS = 150.0            # the module's own peak RSS (MiB) at 1000 x 8
-GOAL_NOOP_RATIO = 1.0       # install.yml no-op re-run / the hand-written playbook's
-GOAL_INSTALL_RATIO = 1.2    # install.yml first install / the hand-written playbook's
+GOAL_NOOP_RATIO = 0.42      # install.yml no-op re-run / the hand-written playbook's (issue 45: no slower than 1.44/3.42 s)
+GOAL_INSTALL_RATIO = 0.9    # install.yml first install / the hand-written playbook's (issue 45)
 # one colour per waiter of the plot (tests/unit/bench/test_report.py: every waiter has one)
 COLORS = {"rule1": "tab:red", "rule2": "tab:orange", "module": "tab:blue", "module_pods": "tab:purple",
           "playbook": "tab:green"}
@@ -104,7 +104,8 @@ def goals(results):
     req = [(k, med(wvals(spread[k], "module", "requests"))) for k in keys]
     if req and all(m is not None for _, m in req):
         ms = [m for _, m in req]
-        rows.append(("requests", "Requests per wait O(1) (a list plus a watch, + re-lists after 410), not O(polls)",
+        rows.append(("requests", "Requests per wait O(1) (a list plus a watch, + re-lists after 410, + the tick's node and driver-pod "
+                     "reads every 10 s while a target is pending), not O(polls)",
                      "module: " + "; ".join(f"N={k[1]}x{k[2]}: {m:.0f}" for k, m in req),
                      max(ms) <= 6 and max(ms) - min(ms) <= 2))
     # 5. whole run against the hand-written playbook

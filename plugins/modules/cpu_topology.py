@@ -162,6 +162,13 @@ options:
         module fails saying the API server drops the field (C(DRANodeAllocatableResources) off there) instead of
         waiting for O(timeout). V(false) - only pools without it count. Unset - not checked.
     type: bool
+  expected_pcie_roots:
+    description:
+      - PCIe roots (C(dra_cpu_expose_pcie_roots)). V(true) - a complete pool counts only when some device carries
+        C(resource.kubernetes.io/pcieRoot) (a device whose CPUs no PCIe root is local to carries none); a pool that
+        never does stays pending, its reason naming the attribute and the C(DRAListTypeAttributes) gate, until
+        O(timeout). V(false) - only pools where no device carries it count. Unset - not checked.
+    type: bool
   sizing_grace:
     description:
       - When every pool is complete but the sizes or the shape do not match O(expected_cpus_per_node),
@@ -242,6 +249,10 @@ ansible_facts:
               allocatable CPUs, in id order; the id, a string as JSON keys are, is the NUMA id, the socket id or
               0 for machine), C(pool_generation) and C(ready) (false when the node's C(Ready) condition is not
               C(True); its pool is what the driver last published and counts in no cluster-wide figure).
+            - Where the CPUs sit, only when the devices publish it (absent otherwise), C(pcie_roots) (cell id to the
+              PCIe roots local to the cell's CPUs, C(resource.kubernetes.io/pcieRoot), with
+              C(dra_cpu_expose_pcie_roots); a cell none is local to is left out) and C(numa_nodes) (cell id to
+              the standard C(resource.kubernetes.io/numaNode), which upstream main publishes and v0.2.0 does not).
             - Each cell's devices are in RV(summary); everything else published about a node (devices, CPU ids,
               SMT, slices) is in O(report_dir)'s C(dra-cpu-topology.json). A mapping of numbers keeps the fact
               cheap for Ansible to copy at 1,000 nodes.

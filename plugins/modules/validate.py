@@ -57,6 +57,13 @@ options:
       - Role variable C(dra_cpu_node_allocatable_mapping).
     type: raw
     default: false
+  expose_pcie_roots:
+    description:
+      - Have the driver publish the PCIe roots local to each device's CPUs (the chart's C(args.exposePCIeRoots)).
+        A bool, or a string of one. An C(args.exposePCIeRoots) in O(chart_values) must agree with it.
+      - Role variable C(dra_cpu_expose_pcie_roots).
+    type: raw
+    default: false
   chart:
     description:
       - Chart reference, V(oci://<registry>/<path>), an http(s) chart repository URL, or a local path.

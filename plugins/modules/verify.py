@@ -29,8 +29,10 @@ description:
     limits = hostCPUs (alpha, Guaranteed QoS), no tolerations but O(tolerations). When the driver publishes
     KEP-5517 node-allocatable mappings (C(dra_cpu_topology.node_allocatable_mapping)), the pod is claim-only
     (a C(1m) CPU request = limit for the QoS class): verify then checks that
-    C(status.nodeAllocatableResourceClaimStatuses) names the claim with its CPUs and that a pod asking for
-    what the node has left when the claim is not counted stays Unschedulable beside it."
+    C(status.nodeAllocatableResourceClaimStatuses) names the claim with its CPUs, that a pod asking for
+    one CPU more than the node has left beside the claim stays Unschedulable for insufficient CPU (its
+    C(PodScheduled) condition or C(FailedScheduling) event says C(Insufficient cpu)), and that a control
+    pod one CPU smaller is scheduled."
   - "Reads from inside C(compute) what virt-launcher reads: C(DRA_CPUSET_<claim uid>), the CPUs the kernel
     confines the container to (C(Cpus_allowed_list), the cgroup's effective cpuset), each NUMA node's CPUs
     and each CPU's socket as the container sees them, and the KEP-5304 device metadata file where the driver
@@ -156,7 +158,7 @@ options:
     type: bool
     default: false
   timeout:
-    description: Seconds to wait for the allocation, for the pod's readout, for the probe, and for each deletion.
+    description: Seconds to wait for the allocation, for the pod's readout, for each of the probe and control pods, and for each deletion.
     type: int
     default: 120
   topology_timeout:
@@ -259,8 +261,20 @@ aligned:
       C(device) are C({request, driver, pool, device, values}).
   returned: in aligned mode, once the claim was allocated
   type: dict
+locality:
+  description:
+    - Where the allocated device sits as its ResourceSlice publishes it, C({pcie_roots, numa_node}) (the union of
+      its C(resource.kubernetes.io/pcieRoot), empty when not published, with C(dra_cpu_expose_pcie_roots); its
+      C(resource.kubernetes.io/numaNode), null when not published); null when the device is not among the newest
+      slices. The report gives it beside C(DRA_CPUSET_*).
+  returned: when the pod ran
+  type: dict
+  sample: {pcie_roots: ['pci0000:00'], numa_node: null}
 node_allocatable:
-  description: KEP-5517, C({claim_status, probe}) (the pod's status entry for the claim, the probe pod's request and outcome).
+  description:
+    - "KEP-5517, C({claim_status, probe, control}) (the pod's status entry for the claim; the probe and
+      control pods, each C({name, cpu_millis, outcome, message}): the CPU asked for, what the scheduler
+      decided, its words)."
   returned: when the pod ran claim-only
   type: dict
 claim:

@@ -18,6 +18,7 @@ import urllib.error
 
 import yaml
 
+from cluster_feature_gates import control_plane_gates
 from cluster_netns import claim_node_network
 from cluster_pki import gen_pki, kubeconfig
 from cluster_processes import kill_group, pidinfo, spawn, wait_for
@@ -76,7 +77,8 @@ def start(settings):
     info["node_cidr"], info["host_ip"] = claim_node_network()
     etcd_url = _start_etcd(info, dirs)
     tokens = _write_credentials(info, settings)   # while etcd starts
-    gates = settings["CLUSTER_FEATURE_GATES"]
+    # the version's defaults (DRAListTypeAttributes from 1.36), then CLUSTER_FEATURE_GATES
+    gates = control_plane_gates(settings)
     gate_args = [f"--feature-gates={gates}"] if gates else []
     wait_for("etcd", lambda: json.loads(http_get(f"{etcd_url}/health")[1]).get("health") == "true", 20, proc="etcd")
     log(f"etcd {etcd_v} ready on {etcd_url}")

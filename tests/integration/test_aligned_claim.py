@@ -13,11 +13,12 @@ A DRA driver that prepares a device here (`sigs.k8s.io/dra-example-driver` v0.2.
 `gpu.example.com`) publishes no `pcieRoot` and no `numaNode` (docs/upstream.md), so it could show only
 that no aligned claim is allocated, which the far device shows too.
 
-Two clusters, one per driver flavour (a module-scoped fixture): chart 0.3.0 (upstream main's flavour,
-the project's driver: `resource.kubernetes.io/numaNode` on grouped devices) and chart 0.2.0 (upstream's
-own v0.2.0 binary with `args.exposePCIeRoots`: `resource.kubernetes.io/pcieRoot`, a string list),
-the latter on Kubernetes v1.37.2 (v1.36.3's scheduler compares a list as a scalar), both with the API
-server's, controller manager's and scheduler's `DRAListTypeAttributes` gate
+Two clusters, one per driver flavour (a module-scoped fixture), both with `dra_cpu_expose_pcie_roots`:
+chart 0.3.0 (upstream main's flavour, the project's driver: `resource.kubernetes.io/numaNode` and
+`resource.kubernetes.io/pcieRoot` on grouped devices) and chart 0.2.0 (upstream's own v0.2.0 binary:
+`resource.kubernetes.io/pcieRoot`, a string list, no standard NUMA node), both on Kubernetes v1.37.2
+(v1.36.3's scheduler compares a list as a scalar) with the API server's, controller manager's and
+scheduler's `DRAListTypeAttributes` gate
 (CLUSTER_FEATURE_GATES: without it the API server drops the list and `matchAttribute` cannot intersect
 it). For each attribute: when the CPU devices carry it, the aligned claim is proven and the far one is
 not allocated; when they do not, verify refuses before creating anything, saying what publishes it.
@@ -41,14 +42,14 @@ PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 NUMA = "resource.kubernetes.io/numaNode"
 NEAR, FAR = "near.aligned.test", "far.aligned.test"
 GATES = "DRAListTypeAttributes=true"
-# (the cluster's Kubernetes version, the install's variables) per flavour. v0.2 runs on 1.37: the
-# kube-scheduler of v1.36.3 never hands the gate to its allocator (pkg/scheduler/framework/plugins/
-# dynamicresources/dynamicresources.go AllocatorFeatures has no ListTypeAttributes; v1.37.2's has), so
-# there a list-valued pcieRoot is compared as a scalar and no aligned claim is ever allocated (seen)
+# the install's variables per flavour, PCIe roots on. Kubernetes v1.37.2: the kube-scheduler of v1.36.3
+# never hands the gate to its allocator (pkg/scheduler/framework/plugins/dynamicresources/
+# dynamicresources.go AllocatorFeatures has no ListTypeAttributes; v1.37.2's has), so there a list-valued
+# pcieRoot is compared as a scalar and no aligned claim is ever allocated (seen)
+K8S = "v1.37.2"
 FLAVOURS = {
-    "main": ("v1.36.3", {}),
-    "v0.2": ("v1.37.2", {"dra_cpu_chart_version": "0.2.0",
-                         "dra_cpu_chart_values": {"args": {"exposePCIeRoots": True}}}),
+    "main": {"dra_cpu_expose_pcie_roots": True},
+    "v0.2": {"dra_cpu_chart_version": "0.2.0", "dra_cpu_expose_pcie_roots": True},
 }
 
 
@@ -111,9 +112,9 @@ def aligned_node(request, cluster_factory):
     """A cluster of one real node on the machine's CPUs, the gate on, the driver of the given flavour
     installed with nothing reserved, and the near and far devices published."""
     c = cluster_factory(f"aligned-{request.param}", CLUSTER_NODES=0, CLUSTER_REAL_NODES=1,
-                        CLUSTER_FEATURE_GATES=GATES, CLUSTER_K8S_VERSION=FLAVOURS[request.param][0],
+                        CLUSTER_FEATURE_GATES=GATES, CLUSTER_K8S_VERSION=K8S,
                         CLUSTER_REAL_NODE_OVERRIDES={NODE: {"runtime": "containerd", "hardware": "machine"}})
-    r = run_playbook(c, "install", extra_vars=dict(NOTHING_RESERVED, **FLAVOURS[request.param][1]))
+    r = run_playbook(c, "install", extra_vars=dict(NOTHING_RESERVED, **FLAVOURS[request.param]))
     assert r.rc == 0, r.failure_messages() or r
     devices = cpu_devices(c)
     assert devices, "no dra.cpu device published"

@@ -20,7 +20,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-CACHE_FORMAT = 1
+# 2: the layout holds args_keys (chart/layout.py)
+CACHE_FORMAT = 2
 
 # helm's words for "the reference is fine, this version is not there" (OCI registries, chart repos)
 NOT_IN_VERSION = re.compile(r"not found|manifest unknown|no chart version|unknown tag", re.IGNORECASE)

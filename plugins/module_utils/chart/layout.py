@@ -26,12 +26,14 @@ DRIVER_CONFIG_KEYS = ("apiVersion", "cpuDeviceMode", "groupBy", "reservedCPUs", 
 
 class ChartLayout(TypedDict):
     """What a chart has: the key its driver settings go under (None: neither) and that key's
-    settings, whether it has a nodeSelector and an affinity value, its image keys, where this was
-    read (``chart``, or the version rule)."""
+    settings, the keys of its ``args`` value (the settings ``chart_values.ARGS_ONLY`` go there on
+    every chart), whether it has a nodeSelector and an affinity value, its image keys, where this
+    was read (``chart``, or the version rule)."""
 
     chart: str
     values_key: Optional[str]
     keys: List[str]
+    args_keys: List[str]
     node_selector: bool
     affinity: bool
     image_keys: List[str]
@@ -136,6 +138,7 @@ def chart_layout(metadata: dict[str, Any], values: ChartValues, schema: dict[str
         "chart": chart_label(metadata, chart_ref),
         "values_key": key,
         "keys": sorted(keys),
+        "args_keys": sorted(args_keys or ()),
         "node_selector": _has_top(values, schema, "nodeSelector"),
         "affinity": _has_top(values, schema, "affinity"),
         "image_keys": sorted(image_keys),
@@ -147,10 +150,13 @@ def fallback_layout(chart_version: str, chart_ref: str = "") -> ChartLayout:
     """The layout by the version-number rule, for when the chart cannot be read (check mode)."""
     key = cv.values_key(chart_version)
     newer = key == cv.DRIVER_CONFIG
+    # upstream's args keys of 0.2.0, which main keeps (docs/upstream.md, "The chart")
+    args = ("cpuDeviceMode", "exposePCIeRoots", "groupBy", "hostnameOverride", "logLevel", "reservedCPUs")
     return {
         "chart": "%s %s" % (chart_ref or "the chart", chart_version or "(newest)"),
         "values_key": key,
         "keys": sorted(DRIVER_CONFIG_KEYS if newer else ("cpuDeviceMode", "groupBy", "reservedCPUs")),
+        "args_keys": sorted(args),
         "node_selector": newer,
         "affinity": newer,
         "image_keys": ["pullPolicy", "repository", "tag"],
@@ -171,6 +177,8 @@ def release_values(layout: ChartLayout, settings: Mapping[str, Any], user_values
             "driverConfig.reservedCPUs: this is not a dra-driver-cpu chart the role knows; "
             "pick another dra_cpu_chart or dra_cpu_chart_version" % chart)
     wanted = cv.driver_values(settings)
+    args_only = dict((k, wanted.pop(k)) for k in cv.ARGS_ONLY if k in wanted)
+    _check_args_only(layout, args_only)
     if cv.MAPPING_KEY in wanted and (key != cv.DRIVER_CONFIG or cv.MAPPING_KEY not in layout["keys"]):
         raise ChartLayoutError(
             "dra_cpu_node_allocatable_mapping: true needs the chart value driverConfig.%s, which chart %s "
@@ -178,6 +186,8 @@ def release_values(layout: ChartLayout, settings: Mapping[str, Any], user_values
             "(upstream main's) or set dra_cpu_node_allocatable_mapping: false" % (cv.MAPPING_KEY, chart, key))
     missing = ["%s.%s" % (key, k) for k in sorted(wanted) if k not in layout["keys"]]
     values = {key: wanted}
+    if args_only:
+        values = cv.deep_merge(values, {cv.ARGS: args_only})
     if image:
         repo, tag = _split_image(image)
         wanted_image = {"repository": repo}
@@ -189,6 +199,15 @@ def release_values(layout: ChartLayout, settings: Mapping[str, Any], user_values
         raise ChartLayoutError("chart %s has no value %s, which the role must set; nothing was installed"
                                % (chart, " or ".join(missing)))
     return cv.deep_merge(values, user_values or {})
+
+
+def _check_args_only(layout: ChartLayout, args_only: dict[str, Any]) -> None:
+    """The ``chart_values.ARGS_ONLY`` settings asked for need their key under the chart's ``args``."""
+    if cv.PCIE_ROOTS_KEY in args_only and cv.PCIE_ROOTS_KEY not in (layout.get("args_keys") or ()):
+        raise ChartLayoutError(
+            "dra_cpu_expose_pcie_roots: true needs the chart value args.%s (the driver's --expose-pcie-roots), "
+            "which chart %s does not have; nothing was installed; use a chart that has it (0.2.0 or newer) "
+            "or set dra_cpu_expose_pcie_roots: false" % (cv.PCIE_ROOTS_KEY, layout["chart"]))
 
 
 def node_placement(layout: ChartLayout, user_values: ChartValues) -> dict[str, Any]:

@@ -32,6 +32,11 @@ ARGS = "args"
 DRIVER_CONFIG = "driverConfig"
 # KEP-5517: the driverConfig key dra_cpu_node_allocatable_mapping sets (upstream main)
 MAPPING_KEY = "publishNodeAllocatableResourceMapping"
+# dra_cpu_expose_pcie_roots: the args key of every chart that has it (0.2.0 and main: the
+# --expose-pcie-roots flag; main refuses it in driverConfig, upstream internal/driverconfig)
+PCIE_ROOTS_KEY = "exposePCIeRoots"
+# keys that live under args on every chart, whichever section holds the other settings
+ARGS_ONLY = (PCIE_ROOTS_KEY,)
 FIRST_DRIVER_CONFIG = (0, 3, 0)
 
 # THE mapping: validate's setting (the role variable dra_cpu_<setting>) -> the chart's key under
@@ -41,6 +46,7 @@ DRIVER_VALUES = {
     "cpu_device_mode": "cpuDeviceMode",
     "group_by": "groupBy",
     "node_allocatable_mapping": MAPPING_KEY,
+    "expose_pcie_roots": PCIE_ROOTS_KEY,
 }
 # set even when empty: an upgrade without --reuse-values then clears an earlier value; every other
 # setting is set only when it says something ('' keeps the chart default, false sets nothing, so a

@@ -16,6 +16,7 @@ CHECKS = (
     "resource_api",
     "feature_gate",
     "node_allocatable_gate",
+    "list_attributes_gate",
     "container_runtime",
     "cpu_manager_policy",
     "reserved_cpus",

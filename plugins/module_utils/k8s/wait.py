@@ -8,7 +8,8 @@ the sources (``WatchSource`` for an API path, ``PollSource`` for a read repeated
 watch can be had: an action plugin reading through modules) and ``Snapshot`` (a predicate over the
 current objects as a list). One watch drives a wait; a second kind of object is read by the predicate
 when it is judged (rollout.py watches the DaemonSets and reads the pods). ``tick`` judges at least that
-often, for what no event announces (a node deleted, a driver pod stuck pulling its image).
+often, for what no event announces (a node deleted, a driver pod stuck pulling its image), without
+ending the watch (k8s/pump.py reads its events).
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.pump import EndOfWatch, InlinePump, Pump, ThreadedPump
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 
 DONE, WAITING, IMPOSSIBLE = "done", "waiting", "impossible"
@@ -162,12 +164,17 @@ class Wait(Generic[S]):
 
     def __init__(self, source: Source, predicate: Predicate[S], clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, tick: float | None = None, max_backoff: float = 5.0,
-                 stats: WaitStats | None = None) -> None:
+                 stats: WaitStats | None = None,
+                 pump: Callable[[Iterator[K8sObject | None]], Pump] | None = None) -> None:
         self.source, self.predicate, self.clock, self.sleep = source, predicate, clock, sleep
         self.tick, self.max_backoff = tick, max_backoff
         self.stats: WaitStats = stats if stats is not None else new_stats()
+        # a tick needs a thread to wake it while the watch is open; threads and a faked sleep (a scripted
+        # source under a fake clock) do not mix, so those read inline
+        self.pump = pump or (ThreadedPump if tick and sleep is time.sleep else InlinePump)
         self.resource_version: str | None = None
         self.last_error: str | None = None
+        self.next_tick: float | None = None
         self.elapsed = 0.0
         self.attempt = 0
 
@@ -196,6 +203,14 @@ class Wait(Generic[S]):
             self.predicate.replace(items)
             return True
 
+    def _tick(self) -> Verdict[S] | None:
+        """The predicate judged at TICK when a tick is due (None when none is)."""
+        if self.next_tick is None or self.clock() < self.next_tick:
+            return None
+        verdict = self.predicate.judge(TICK)
+        self.next_tick = self.clock() + float(self.tick or 0)
+        return verdict
+
     def _event(self, event: K8sObject) -> str | None:
         """Apply one watch event: None, or what to do instead of reading on (relist, reconnect, bookmark)."""
         kind, obj = event.get("type"), event.get("object") or {}
@@ -213,25 +228,41 @@ class Wait(Generic[S]):
         self.predicate.apply(str(kind), obj)
         return None
 
-    def _watch(self, deadline: float, next_tick: float | None) -> tuple[Verdict[S] | None, str]:
-        """One watch: (a final verdict or None, how it ended: done, relist, reconnect, timeout, closed)."""
+    def _read(self, pump: Pump, deadline: float) -> tuple[Verdict[S] | None, str | None]:
+        """Events and ticks until a final verdict, the deadline or what ends the watch:
+        (a final verdict or None, done, relist, reconnect, timeout, or None when the stream ended)."""
+        while True:
+            ticked = self._tick()
+            if ticked is not None and ticked.final:
+                return ticked, "done"
+            now = self.clock()
+            if now >= deadline:
+                return None, "timeout"
+            try:
+                event = pump.next((deadline if self.next_tick is None else min(deadline, self.next_tick)) - now)
+            except EndOfWatch:
+                return None, None
+            if event is None:
+                continue
+            self.attempt = 0
+            action = self._event(event)
+            if action in ("relist", "reconnect"):
+                return None, action
+            if action is None:
+                verdict = self.predicate.judge(EVENT)
+                if verdict.final:
+                    return verdict, "done"
+
+    def _watch(self, deadline: float) -> tuple[Verdict[S] | None, str]:
+        """One watch, open until the deadline, ticks judged while it is: (a final verdict or None, how it
+        ended: done, relist, reconnect, timeout, closed)."""
         opened = self.clock()
         remaining = deadline - opened
-        span = remaining if next_tick is None else min(remaining, max(1.0, next_tick - opened))
-        seconds = max(1, int(span + 0.999))
+        seconds = max(1, int(remaining + 0.999))
         self.stats["watches"] = self.stats.get("watches", 0) + 1
+        pump = self.pump(self.source.watch(self.resource_version, seconds, remaining + 10))
         try:
-            for event in self.source.watch(self.resource_version, seconds, remaining + 10):
-                self.attempt = 0
-                action = self._event(event)
-                if action in ("relist", "reconnect"):
-                    return None, str(action)
-                if action is None:
-                    verdict = self.predicate.judge(EVENT)
-                    if verdict.final:
-                        return verdict, "done"
-                if self.clock() >= deadline:
-                    return None, "timeout"
+            verdict, how = self._read(pump, deadline)
         except KubeRequestError as exc:
             if exc.gone:
                 return None, "relist"
@@ -239,18 +270,22 @@ class Wait(Generic[S]):
                 raise
             self.last_error = exc.message
             return None, "reconnect"
+        finally:
+            pump.close()
+        if how is not None:
+            return verdict, how
         # the server ends a watch at its timeoutSeconds; one that ends sooner was closed: list again
         lasted = self.clock() - opened
         return None, "timeout" if lasted > 0 and lasted >= seconds - 1 else "closed"
 
-    def _step(self, deadline: float, next_tick: float | None) -> tuple[Verdict[S] | None, bool]:
+    def _step(self, deadline: float) -> tuple[Verdict[S] | None, bool]:
         """One watch or one poll: (a verdict when one was judged, False when the deadline came in a list)."""
         if not self.source.watchable:
             self.sleep(max(0.0, min(self.source.interval, deadline - self.clock())))
             if not self._list(deadline):
                 return None, False
             return self.predicate.judge(LISTED), True
-        verdict, how = self._watch(deadline, next_tick)
+        verdict, how = self._watch(deadline)
         if how == "reconnect":
             self.stats["reconnects"] = self.stats.get("reconnects", 0) + 1
             self._backoff(deadline)
@@ -270,13 +305,13 @@ class Wait(Generic[S]):
         if not self._list(deadline):
             return self._end(start, self.predicate.judge(UNREAD))
         verdict = self.predicate.judge(LISTED)
-        next_tick = self.clock() + self.tick if self.tick else None
+        self.next_tick = self.clock() + self.tick if self.tick else None
         while not verdict.final and self.clock() < deadline:
-            if next_tick is not None and self.clock() >= next_tick:
-                verdict = self.predicate.judge(TICK)
-                next_tick = self.clock() + float(self.tick or 0)
+            ticked = self._tick()
+            if ticked is not None:
+                verdict = ticked
                 continue
-            judged, listed = self._step(deadline, next_tick)
+            judged, listed = self._step(deadline)
             if not listed:
                 return self._end(start, self.predicate.judge(UNREAD))
             verdict = judged or verdict

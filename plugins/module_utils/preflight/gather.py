@@ -4,7 +4,8 @@
 
 Owns: the reads (version, /metrics, /apis, nodes, each node's /configz, the
 namespace and the helm release Secret) and the order of the checks (with
-``node_allocatable_mapping`` also node_allocatable.py's, from the same reads). The
+``node_allocatable_mapping`` also node_allocatable.py's, with ``expose_pcie_roots``
+list_attributes.py's, from the same reads). The
 rules themselves are pure (rules.py, nodes.py); the
 module (plugins/modules/preflight.py) only parses its options and exits.
 Read-only: never writes to the cluster.
@@ -15,6 +16,7 @@ from __future__ import absolute_import, annotations, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import list_attributes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import node_allocatable
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import nodes as nodes_rules
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import rules
@@ -82,6 +84,8 @@ def _cluster_checks(api: RawApi, params: ModuleParams) -> tuple[str | None, list
     findings += rules.check_feature_gate(metrics, params["feature_gate"], metrics_error, params["cpu_device_mode"])
     if params.get("node_allocatable_mapping"):
         findings += node_allocatable.check_api_server(metrics, metrics_error)
+    if params.get("expose_pcie_roots"):
+        findings += list_attributes.check_api_server(metrics, metrics_error)
     return version.get("gitVersion"), findings, node_allocatable.api_stage(metrics)
 
 

@@ -40,6 +40,7 @@ def argument_spec() -> ArgumentSpec:
         min_version=dict(type="str", default=rules.DEFAULT_MIN_VERSION),
         feature_gate=dict(type="str", default=rules.DEFAULT_FEATURE_GATE),
         node_allocatable_mapping=dict(type="bool", default=False),
+        expose_pcie_roots=dict(type="bool", default=False),
         node_selector=dict(type="dict", default={}),
         tolerations=dict(type="list", elements="dict", default=copy.deepcopy(preflight_nodes.CHART_TOLERATIONS)),
         reserved_cpus=dict(type="str", default=""),

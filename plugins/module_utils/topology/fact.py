@@ -26,11 +26,12 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.kubevirt_sizes import vm_sizes
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable, pcie_roots
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_pools import (
     DEFAULT_DRIVER,
     group_pools,
     pools_by_node,
+    slice_devices,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import (
     Cell,
@@ -87,18 +88,6 @@ def parse_quantity(value: Any) -> float | int:
     if float(number).is_integer():
         return int(number)
     return number
-
-
-def _devices(obj: K8sObject) -> list[K8sObject]:
-    devices = []
-    for device in ((obj or {}).get("spec") or {}).get("devices") or []:
-        if isinstance(device, dict) and "basic" in device and isinstance(device["basic"], dict):
-            # v1beta1 shape: fields under "basic"
-            merged = dict(device["basic"])
-            merged["name"] = device.get("name")
-            device = merged
-        devices.append(device)
-    return devices
 
 
 def device_attribute(device: K8sObject, name: str, driver: str = DEFAULT_DRIVER, default: Any = None) -> Any:
@@ -173,7 +162,7 @@ def node_topology(pool: Pool, driver: str = DEFAULT_DRIVER) -> NodeTopology:
     node that is not Ready)."""
     devices = []
     for obj in pool["slices"]:
-        devices.extend(_devices(obj))
+        devices.extend(slice_devices(obj))
     grouped = [d for d in devices if device_capacity(d, driver) is not None]
     smt = None
     for device in devices:
@@ -182,6 +171,7 @@ def node_topology(pool: Pool, driver: str = DEFAULT_DRIVER) -> NodeTopology:
             smt = bool(value) if smt is None else (smt or bool(value))
 
     cells: dict[int, Cell] = {}
+    members: dict[int, list[K8sObject]] = {}
     if grouped:
         mode = GROUPED
         groups = set()
@@ -190,6 +180,7 @@ def node_topology(pool: Pool, driver: str = DEFAULT_DRIVER) -> NodeTopology:
             groups.add(group)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
             cell["devices"].append(device.get("name") or "")
+            members.setdefault(cell_id, []).append(device)
             # not None: ``grouped`` holds the devices with a capacity
             capacity: Any = device_capacity(device, driver)
             cell["allocatable_cpus"] += capacity
@@ -205,6 +196,7 @@ def node_topology(pool: Pool, driver: str = DEFAULT_DRIVER) -> NodeTopology:
             cell_id = numa_of(device, driver)
             cell = cells.setdefault(cell_id, {"id": cell_id, "devices": [], "allocatable_cpus": 0})
             cell["devices"].append(device.get("name") or "")
+            members.setdefault(cell_id, []).append(device)
             cell["allocatable_cpus"] += 1
             cpu = device_attribute(device, "cpuID", driver)
             if cpu is not None:
@@ -216,6 +208,7 @@ def node_topology(pool: Pool, driver: str = DEFAULT_DRIVER) -> NodeTopology:
     for cell_id in sorted(cells):
         cell = cells[cell_id]
         cell["devices"] = sorted(cell["devices"], key=_device_sort_key)
+        _locate(cell, members.get(cell_id) or [])
         ordered.append(cell)
     return {
         "pool": pool["name"],
@@ -229,6 +222,17 @@ def node_topology(pool: Pool, driver: str = DEFAULT_DRIVER) -> NodeTopology:
         "ready": True,
         "node_allocatable_mapping": node_allocatable.all_carry(devices),
     }
+
+
+def _locate(cell: Cell, devices: list[K8sObject]) -> None:
+    """Where the cell's CPUs sit, as its devices publish it: ``pcie_roots`` (the union of the
+    devices' ``resource.kubernetes.io/pcieRoot``) and ``numa_node`` (``resource.kubernetes.io/numaNode``),
+    each only when published."""
+    where = pcie_roots.locality(devices)
+    if where["pcie_roots"]:
+        cell["pcie_roots"] = where["pcie_roots"]
+    if where["numa_node"] is not None:
+        cell["numa_node"] = where["numa_node"]
 
 
 def _device_sort_key(name: str) -> tuple[str, int, str]:
@@ -310,13 +314,24 @@ def _not_ready(facts: NodeTopology) -> NodeTopology:
     return copy
 
 
+def _node_fact(node: NodeTopology) -> NodeFact:
+    """A node in the fact; ``pcie_roots`` / ``numa_nodes`` ({cell id: roots / NUMA node}) only when
+    some cell publishes them (pcie_roots.py)."""
+    fact = NodeFact(allocatable_cpus=node["allocatable_cpus"], ready=node["ready"],
+                    pool_generation=node["pool_generation"],
+                    cells=dict((str(c["id"]), c["allocatable_cpus"]) for c in node["cells"]))
+    roots = dict((str(c["id"]), list(c["pcie_roots"])) for c in node["cells"] if c.get("pcie_roots"))
+    numa = dict((str(c["id"]), c["numa_node"]) for c in node["cells"] if c.get("numa_node") is not None)
+    if roots:
+        fact["pcie_roots"] = roots
+    if numa:
+        fact["numa_nodes"] = numa
+    return fact
+
+
 def fact_of(topology: ClusterTopology) -> TopologyFact:
     """The ``dra_cpu_topology`` fact of a detailed topology: its figures and, per node, a mapping of
     numbers (cheap for Ansible to copy at 1,000 nodes; bench/goal_causes.json)."""
-    nodes = dict(
-        (name, NodeFact(allocatable_cpus=node["allocatable_cpus"], ready=node["ready"],
-                        pool_generation=node["pool_generation"],
-                        cells=dict((str(c["id"]), c["allocatable_cpus"]) for c in node["cells"])))
-        for name, node in topology["nodes"].items())
+    nodes = dict((name, _node_fact(node)) for name, node in topology["nodes"].items())
     # the same figures, in the same order, with the nodes' facts in place of their topologies
     return cast(TopologyFact, dict(topology, nodes=nodes))

@@ -29,7 +29,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import fact
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import WaitStats, poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.nodes import is_ready, node_name
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable, sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import node_allocatable, pcie_roots, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.chart_values import GROUP_BY, MODES
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import CpusetError, parse_cpuset
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import fact as topo
@@ -95,6 +95,9 @@ def argument_spec() -> ArgumentSpec:
         # KEP-5517: true = a pool counts only with nodeAllocatableResources on every device (false:
         # only without); unset = not checked
         expected_node_allocatable_mapping=dict(type="bool"),
+        # PCIe roots: true = a pool counts only when some device carries resource.kubernetes.io/pcieRoot
+        # (false: only when none does); unset = not checked
+        expected_pcie_roots=dict(type="bool"),
         sizing_grace=dict(type="int", default=0),
         not_ready_nodes=dict(type="list", elements="str"),
     )
@@ -192,7 +195,8 @@ def _wait(api: RawApi, params: ModuleParams, reserved: list[int], selectors: lis
     result holds the fact (fact.fact_of), the table and the sizing checks read the detail."""
     kwargs: dict[str, Any] = dict((k, v) for k, v in (("clock", clock), ("sleep", sleep)) if v is not None)
     health = DriverHealth(api, params["namespace"], selectors, clock or time.monotonic, params["log_lines"])
-    waiter = SliceWaiter(api, params["driver"], driver_check=health.check, **kwargs)
+    waiter = SliceWaiter(api, params["driver"], driver_check=health.check,
+                         pool_check=pcie_roots.pool_check(params.get("expected_pcie_roots")), **kwargs)
     explicit = params.get("nodes")
     empty: TopologyResult = {"targets": [], "dropped_nodes": [], "pending_nodes": [], "sizing_problems": [], "wait_stats": {}}
     if explicit:

@@ -13,6 +13,7 @@ from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
+from collections.abc import Callable
 from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
@@ -91,6 +92,23 @@ def group_pools(slices: list[K8sObject], driver: str = DEFAULT_DRIVER) -> dict[s
     return result
 
 
+def slice_devices(obj: K8sObject) -> list[K8sObject]:
+    """The devices of one slice (the v1beta1 shape, fields under ``basic``, flattened)."""
+    devices = []
+    for device in ((obj or {}).get("spec") or {}).get("devices") or []:
+        if isinstance(device, dict) and "basic" in device and isinstance(device["basic"], dict):
+            merged = dict(device["basic"])
+            merged["name"] = device.get("name")
+            device = merged
+        devices.append(device)
+    return devices
+
+
+def pool_devices(pool: Pool) -> list[K8sObject]:
+    """The devices of a pool's current slices."""
+    return [d for obj in pool["slices"] for d in slice_devices(obj)]
+
+
 def pools_by_node(pools: dict[str, Pool]) -> dict[str, Pool]:
     """Map node name -> its pool (the pool named after the node wins)."""
     out: dict[str, Pool] = {}
@@ -104,14 +122,18 @@ def pools_by_node(pools: dict[str, Pool]) -> dict[str, Pool]:
     return out
 
 
-def pool_progress(slices: list[K8sObject], targets: list[str], driver: str = DEFAULT_DRIVER) -> PoolProgress:
-    """Where each target node stands (node names sorted)."""
+def pool_progress(slices: list[K8sObject], targets: list[str], driver: str = DEFAULT_DRIVER,
+                  check: Callable[[Pool], str] | None = None) -> PoolProgress:
+    """Where each target node stands (node names sorted); ``check`` (a complete pool -> '' or why it
+    does not count yet, e.g. pcie_roots.pool_check) makes a complete pool incomplete."""
     by_node = pools_by_node(group_pools(slices, driver))
     progress: PoolProgress = {"complete": [], "missing": [], "incomplete": {}}
     for node in sorted(set(targets)):
         pool = by_node.get(node)
         if pool is None:
             progress["missing"].append(node)
+        elif pool["complete"] and check is not None and check(pool):
+            progress["incomplete"][node] = check(pool)
         elif pool["complete"]:
             progress["complete"].append(node)
         else:

@@ -22,7 +22,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact i
     NUMANODE,
     SOCKET,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pcie_roots import locality_text
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import Cell, ClusterTopology
 
 DEVICES_WIDTH = 20
 EMPTY = "(no CPUs published)"
@@ -41,6 +42,11 @@ def _devices(names: list[str]) -> str:
     if len(text) > DEVICES_WIDTH:
         text = text[:DEVICES_WIDTH - 3] + "..."
     return text
+
+
+def _where(cell: Cell) -> str:
+    """Where a cell's CPUs sit, as its devices publish it (pcie_roots.locality_text), '' if not."""
+    return locality_text({"pcie_roots": list(cell.get("pcie_roots") or []), "numa_node": cell.get("numa_node")})
 
 
 def in_vcpus(host_cpus: Any) -> str:
@@ -112,14 +118,18 @@ def render_table(topology: ClusterTopology) -> list[str]:
     if not nodes:
         return [EMPTY]
     width = max([4] + [len(name) for name in nodes])
-    lines = ["%-*s  CELL  %-*s  ALLOCATABLE CPUS" % (width, "NODE", DEVICES_WIDTH, "DEVICES")]
     names = sorted(nodes)
+    located = any(_where(c) for n in names[:MAX_NODES] for c in nodes[n].get("cells") or [])
+    header = "%-*s  CELL  %-*s  ALLOCATABLE CPUS" % (width, "NODE", DEVICES_WIDTH, "DEVICES")
+    lines = [header + ("  WHERE (PCIE ROOTS, NUMA NODE)" if located else "")]
     for name in names[:MAX_NODES]:
         node = nodes[name]
         for cell in node.get("cells") or []:
-            lines.append("%-*s  %4s  %-*s  %s" % (width, name, cell["id"], DEVICES_WIDTH,
-                                                  _devices(cell.get("devices") or []),
-                                                  cell["allocatable_cpus"]))
+            row = "%-*s  %4s  %-*s  %s" % (width, name, cell["id"], DEVICES_WIDTH,
+                                           _devices(cell.get("devices") or []), cell["allocatable_cpus"])
+            if located:
+                row = "%-*s  %s" % (len(header), row, _where(cell) or "-")
+            lines.append(row.rstrip())
         mark = "" if node.get("ready", True) else NOT_READY
         lines.append("%-*s  total   %*s%s%s" % (width, name, DEVICES_WIDTH, "", node.get("allocatable_cpus", "?"), mark))
     if len(names) > MAX_NODES:

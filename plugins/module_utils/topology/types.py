@@ -46,9 +46,13 @@ class _CellBase(TypedDict):
 
 class Cell(_CellBase, total=False):
     """A cell of a node: its id (NUMA node, socket or 0), its devices' names, its allocatable CPUs
-    and, in individual mode when the driver publishes ``cpuID``, ``cpus`` (a cpuset)."""
+    and, in individual mode when the driver publishes ``cpuID``, ``cpus`` (a cpuset); where its CPUs
+    sit when its devices publish it: ``pcie_roots`` (``resource.kubernetes.io/pcieRoot``, the union,
+    sorted) and ``numa_node`` (``resource.kubernetes.io/numaNode``)."""
 
     cpus: str
+    pcie_roots: List[str]
+    numa_node: int
 
 
 class NodeTopology(TypedDict):
@@ -74,13 +78,20 @@ class CellRef(TypedDict):
     allocatable_cpus: int
 
 
-class NodeFact(TypedDict):
-    """A node in the fact: ``cells`` maps a cell id (a string, as in JSON) to its CPUs."""
-
+class _NodeFactBase(TypedDict):
     allocatable_cpus: int
     ready: bool
     pool_generation: int
     cells: Dict[str, int]
+
+
+class NodeFact(_NodeFactBase, total=False):
+    """A node in the fact: ``cells`` maps a cell id (a string, as in JSON) to its CPUs; when the
+    devices publish them, ``pcie_roots`` a cell id to its PCIe roots and ``numa_nodes`` to its standard
+    NUMA node (cells that publish none are left out)."""
+
+    pcie_roots: Dict[str, List[str]]
+    numa_nodes: Dict[str, int]
 
 
 class _ClusterFigures(TypedDict):

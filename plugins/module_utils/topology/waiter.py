@@ -6,7 +6,9 @@ Owns ``SliceWaiter``, the predicate of that wait (k8s/wait.py runs it: one list,
 slices with ``fieldSelector=spec.driver=<driver>``), judged per event on the node the event is about,
 and the deleted-node checks: a target node that no longer exists is dropped (checked when its last slice
 goes, after a re-list, at each tick while a target is pending, at the deadline). At each tick a
-``driver_check`` (pod_diagnostics.DriverHealth) may end the wait early: a driver that cannot run.
+``driver_check`` (pod_diagnostics.DriverHealth) may end the wait early: a driver that cannot run. A
+``pool_check`` (pcie_roots.pool_check: the devices carry PCIe roots as the release asks) makes a
+complete pool count only when it holds too.
 Why it is built so: docs/internals.md, "Why the waits are as they are".
 """
 
@@ -22,6 +24,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
     RESOURCE_SLICES_PATH,
     KubeRequestError,
     RawApi,
+    driver_field_selector,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import (
@@ -46,6 +49,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.slice_
     slice_node,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import node_topology
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pcie_roots import PoolCheck
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import NodeTopology, PoolProgress
 
 # how often a pending wait looks at what no slice event says: deleted nodes, a driver pod that cannot run
@@ -89,7 +93,8 @@ class SliceWaiter(object):
 
     def __init__(self, api: RawApi, driver: str = DEFAULT_DRIVER, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, max_backoff: float = 5.0,
-                 node_check_interval: float = NODE_CHECK_INTERVAL, driver_check: DriverCheck | None = None) -> None:
+                 node_check_interval: float = NODE_CHECK_INTERVAL, driver_check: DriverCheck | None = None,
+                 pool_check: PoolCheck | None = None) -> None:
         self.api = api
         self.driver = driver
         self.clock = clock
@@ -97,6 +102,7 @@ class SliceWaiter(object):
         self.max_backoff = max_backoff
         self.node_check_interval = node_check_interval
         self.driver_check = driver_check
+        self.pool_check = pool_check
         self.slices: dict[str | None, K8sObject] = {}
         self.resource_version: str | None = None
         self.stats = new_stats()
@@ -114,7 +120,7 @@ class SliceWaiter(object):
         self.node_facts: dict[str, NodeTopology] = {}
 
     def _source(self) -> WatchSource:
-        return WatchSource(self.api, RESOURCE_SLICES_PATH, {"fieldSelector": "spec.driver=%s" % self.driver})
+        return WatchSource(self.api, RESOURCE_SLICES_PATH, {"fieldSelector": driver_field_selector(self.driver)})
 
     # ------------------------------------------------------------------ the predicate
 
@@ -176,7 +182,7 @@ class SliceWaiter(object):
         """Judge one node's pool; keep its topology (``node_facts``) while the pool is complete."""
         slices = list(self.by_node.get(node, {}).values())
         pool = pools_by_node(group_pools(slices, self.driver)).get(node)
-        if pool is None or not pool["complete"]:
+        if pool is None or not pool["complete"] or (self.pool_check is not None and self.pool_check(pool)):
             self.node_facts.pop(node, None)
             return False
         self.node_facts[node] = node_topology(pool, self.driver)
@@ -253,7 +259,7 @@ class SliceWaiter(object):
         return self.result(elapsed=wait.elapsed, failure=verdict.reason or None)
 
     def result(self, elapsed: float | None = None, waited: bool = True, failure: str | None = None) -> WaitOutcome:
-        progress = pool_progress(list(self.slices.values()), self.targets, self.driver)
+        progress = pool_progress(list(self.slices.values()), self.targets, self.driver, self.pool_check)
         out: WaitOutcome = {
             "complete": not progress["missing"] and not progress["incomplete"],
             "slices": sorted(self.slices.values(), key=lambda s: _meta(s).get("name") or ""),

@@ -18,6 +18,7 @@ Settings = TypedDict("Settings", {
     "group_by": str,
     "cpu_device_mode": str,
     "node_allocatable_mapping": bool,
+    "expose_pcie_roots": bool,
     "chart": str,
     "chart_version": str,
     "namespace": str,

@@ -23,6 +23,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset i
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import attribute_value, group_of, numa_of
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pcie_roots import Locality, locality
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     CONTAINER,
     LEGACY_NUMA,
@@ -237,6 +238,16 @@ def placement_of(results: list[K8sObject], devices: list[tuple[str, K8sObject]],
         return None
     group, cell = groups.pop()
     return {"group": group, "id": cell} if group in ("numanode", "socket") else None
+
+
+def locality_of(results: list[K8sObject], devices: list[tuple[str, K8sObject]]) -> Locality | None:
+    """Where the allocated devices sit as published (``manifests.newest_devices``): their PCIe roots
+    and standard NUMA node (topology/pcie_roots.py); None when a device is not found."""
+    published = dict(((str(pool), str(d.get("name"))), d) for pool, d in devices)
+    found = [published.get((str(r.get("pool")), str(r.get("device")))) for r in results]
+    if not found or any(d is None for d in found):
+        return None
+    return locality([d for d in found if d is not None])
 
 
 def _kernel_groups(parts: dict[str, str]) -> tuple[dict[int, list[int]], dict[int, list[int]]]:

@@ -16,6 +16,12 @@ __metaclass__ = type
 from typing import Any, List, Optional, TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pcie_roots import (
+    NUMA_NODE,
+    PCIE_ROOT,
+    Locality,
+    locality_text,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import TopologyFact
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.aligned import AlignedProof
@@ -24,7 +30,12 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifest
     DEVICE_CLASS,
     QOS_ONLY_CPU,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.node_allocatable import NodeAllocatableCheck, Probe
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.node_allocatable import (
+    SCHEDULED,
+    UNSCHEDULABLE,
+    NodeAllocatableCheck,
+    Probe,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.readout import Readout
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.sizing import VmSizing
 
@@ -64,6 +75,7 @@ class VerifyResult(TypedDict, total=False):
     claim: Optional[K8sObject]
     pod: K8sObject
     node: Optional[str]
+    locality: Optional[Locality]
     pod_phase: Optional[str]
     qos_class: Optional[str]
     readout: Readout
@@ -123,10 +135,14 @@ def _metadata_text(readout: Readout, metadata_file: str) -> str:
                meta.get("allocated_cpus")))
 
 
-def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] | None) -> list[str]:
-    """What the container saw, as virt-launcher reads it, beside the driver's pinning."""
-    lines = ["in compute, what virt-launcher reads: %s" % (
-        ", ".join(readout.get("dra_cpuset_lines") or []) or "no DRA_CPUSET_*")]
+def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] | None,
+                  device_at: Locality | None = None) -> list[str]:
+    """What the container saw, as virt-launcher reads it, beside where the allocated device sits
+    (``device_at``: its PCIe roots and standard NUMA node, as published) and the driver's pinning."""
+    located = locality_text(device_at) if device_at else ""
+    lines = ["in compute, what virt-launcher reads: %s%s" % (
+        ", ".join(readout.get("dra_cpuset_lines") or []) or "no DRA_CPUSET_*",
+        "; the allocated device sits at %s (%s, %s)" % (located, PCIE_ROOT, NUMA_NODE) if located else "")]
     cpus = readout.get("container_cpus") or "?"
     if readout.get("cpuset_compared") and not readout.get("problems"):
         where = readout.get("placement")
@@ -150,8 +166,13 @@ def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] |
     return lines
 
 
-def node_allocatable_lines(status: K8sObject | None, probe: Probe, cpus: int) -> list[str]:
-    """KEP-5517: the pod's claim status and the probe pod's outcome."""
+def _pod_outcome(pod: Probe) -> str:
+    said = " (scheduler: %s)" % pod["message"] if pod.get("message") else ""
+    return "(%dm CPU): %s%s" % (pod.get("cpu_millis") or 0, pod.get("outcome") or "undecided", said)
+
+
+def node_allocatable_lines(status: K8sObject | None, probe: Probe, control: Probe, cpus: int) -> list[str]:
+    """KEP-5517: the pod's claim status, the probe pod's and the control pod's outcomes."""
     if status is None:
         first = "claim-only pod (KEP-5517): no nodeAllocatableResourceClaimStatuses entry for its claim"
     else:
@@ -159,13 +180,19 @@ def node_allocatable_lines(status: K8sObject | None, probe: Probe, cpus: int) ->
         first = ("claim-only pod (KEP-5517): status.nodeAllocatableResourceClaimStatuses names claim %s, "
                  "containers %s, mapping %s" % (status.get("resourceClaimName"), ", ".join(status.get("containers") or []),
                                                 mapped or "none"))
-    outcome = probe.get("outcome")
-    if outcome == "unschedulable":
-        second = ("the claim's %d CPUs are accounted: a pod asking for %dm CPU, which fits the node when the claim is "
-                  "not counted, stays Unschedulable beside it" % (cpus, probe.get("cpu_millis") or 0))
+    lines = [first]
+    if probe.get("outcome") == UNSCHEDULABLE:
+        lines.append("the claim's %d CPUs are accounted: a pod asking for %dm CPU, one CPU more than the node has "
+                     "left beside the claim, stays Unschedulable (scheduler: %s)"
+                     % (cpus, probe.get("cpu_millis") or 0, probe.get("message")))
     else:
-        second = "accounting probe (%dm CPU): %s" % (probe.get("cpu_millis") or 0, outcome or "undecided")
-    return [first, second]
+        lines.append("accounting probe %s" % _pod_outcome(probe))
+    if control.get("outcome") == SCHEDULED:
+        lines.append("and no more than them: a control pod asking for %dm CPU, one CPU less, was scheduled"
+                     % (control.get("cpu_millis") or 0))
+    else:
+        lines.append("control pod %s" % _pod_outcome(control))
+    return lines
 
 
 def scheduler_message(pod: K8sObject) -> str:

@@ -15,7 +15,7 @@ Owns the order of the API calls; every decision is in the other files of this pa
    anything is created when the CPU devices cannot serve it, and its allocation proven against the
    published devices (there the run stops with ``aligned_allocation_only``);
 4. the driver's pinning from its log (``pinned.py``), the judgement; on the KEP-5517 path (the driver
-   publishes node-allocatable mappings) the pod's claim status and the probe pod; the report;
+   publishes node-allocatable mappings) the pod's claim status, the probe pod and then its control; the report;
 5. whatever happened, the pods and the claim are deleted and their deletion waited for (``finally``).
 """
 
@@ -36,6 +36,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
     ClusterError,
     KubeRequestError,
     RawApi,
+    driver_field_selector,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
@@ -146,7 +147,7 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
                        "msg": sizing.NO_CPUS % int(fact.get("max_vm_host_cpus") or 0)})
         return result
     slices = api.get_json(RESOURCE_SLICES_PATH,
-                          {"fieldSelector": "spec.driver=%s" % manifests.DEVICE_CLASS}).get("items") or []
+                          {"fieldSelector": driver_field_selector(manifests.DEVICE_CLASS)}).get("items") or []
     numa = manifests.numa_attribute(slices) if mode == "individual" else None
     result["numa_attribute"] = numa
     refused = _aligned_refusal(api, params, slices, mode)
@@ -209,25 +210,48 @@ def _aligned_proof(api: RawApi, params: ModuleParams, claim: dict[str, Any],
     return aligned.prove(claim, slices + others, params["aligned_device_class"], _attribute(params))
 
 
-def _probe(api: RawApi, objects: Objects, params: dict[str, Any], node: str, cpus: int, now: Callable[[], float],
-           pause: Callable[[float], None]) -> tuple[kep5517.Probe, str | None]:
-    """KEP-5517: a pod asking for what the node has left without the claim must stay Unschedulable."""
-    node_obj = api.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
-    pods = api.get_json("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node}).get("items") or []
-    millis = kep5517.free_millis(node_obj, pods)
-    probe: kep5517.Probe = {"name": objects.probe_name, "cpu_millis": millis, "outcome": None}
-    if millis <= 0:
-        probe["outcome"] = "not run: node %s has no CPU left even without the claim" % node
-        return probe, None
-    api.send_json("POST", objects.pods, kep5517.probe_manifest(objects.probe_name, params["namespace"], node, millis,
-                                                               params["image"], params["tolerations"]))
+def _scheduled_pod(api: RawApi, objects: Objects, params: dict[str, Any], node: str, pod: kep5517.Probe,
+                   path: str, now: Callable[[], float], pause: Callable[[float], None]) -> None:
+    """Creates probe or control ``pod`` bound to ``node`` and waits until the scheduler decided it."""
+    api.send_json("POST", objects.pods, kep5517.probe_manifest(pod["name"], params["namespace"], node,
+                                                               pod["cpu_millis"], params["image"],
+                                                               params["tolerations"]))
 
     def decided() -> bool:
-        probe["outcome"] = kep5517.probe_outcome(objects.get(objects.probe) or {})
-        return probe["outcome"] is not None
+        seen = objects.get(path) or {}
+        events = []
+        if not (seen.get("spec") or {}).get("nodeName"):
+            uid = (seen.get("metadata") or {}).get("uid")
+            events = [str(e.get("message")) for e in objects.pod_events(uid, pod["name"])
+                      if e.get("reason") == "FailedScheduling" and e.get("message")]
+        pod["outcome"], pod["message"] = kep5517.probe_outcome(seen, events)
+        return pod["outcome"] is not None
 
     _wait_for(now, pause, params["timeout"], decided)
-    return probe, kep5517.probe_problem(probe["outcome"], node, millis, cpus)
+
+
+def _probe(api: RawApi, objects: Objects, params: dict[str, Any], node: str, cpus: int, now: Callable[[], float],
+           pause: Callable[[float], None]) -> tuple[kep5517.Probe, kep5517.Probe, list[str]]:
+    """KEP-5517: a pod asking for one CPU more than the node has left beside the claim must stay
+    Unschedulable for insufficient CPU; then a control pod one CPU smaller must be scheduled."""
+    node_obj = api.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
+    pods = api.get_json("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node}).get("items") or []
+    free = kep5517.free_millis(node_obj, pods)
+    probe_millis, control_millis = kep5517.probe_sizes(free, cpus)
+    probe: kep5517.Probe = {"name": objects.probe_name, "cpu_millis": probe_millis, "outcome": None, "message": None}
+    control: kep5517.Probe = {"name": objects.control_name, "cpu_millis": control_millis, "outcome": None,
+                              "message": None}
+    if control_millis < 0:
+        probe["outcome"] = control["outcome"] = "not run: node %s has %dm CPU left without the claim" % (node, free)
+        return probe, control, [kep5517.too_little_left(free, node, cpus)]
+    _scheduled_pod(api, objects, params, node, probe, objects.probe, now, pause)
+    if control_millis == 0:
+        control["outcome"] = ("not run: node %s has no CPU left beside the claim (the accounting is bounded from "
+                              "below only)" % node)
+    else:
+        _scheduled_pod(api, objects, params, node, control, objects.control, now, pause)
+    problems = [kep5517.probe_problem(probe, node, cpus), kep5517.control_problem(control, node, cpus)]
+    return probe, control, [p for p in problems if p]
 
 
 def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: VerifyResult,
@@ -279,21 +303,22 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: Verify
                              (pinned.get("containers") or {}).get(manifests.CONTAINER), params,
                              result["metadata_file"], readout.placement_of(results, devices, mode))
     node = (pod.get("spec") or {}).get("nodeName")
+    where = readout.locality_of(results, devices)
     out: VerifyResult = {"claim": claim, "pod": pod, "node": node, "pod_phase": (pod.get("status") or {}).get("phase"),
                          "qos_class": (pod.get("status") or {}).get("qosClass"), "readout": seen_out,
-                         "pinned": pinned, "log": seen.get("log")}
+                         "pinned": pinned, "log": seen.get("log"), "locality": where}
     lines = [size_line, report.allocation_line(objects.claim_name, cpus, results, pod, mode, result["numa_attribute"])]
-    lines += report.readout_lines(seen_out, result["metadata_file"], pinned)
+    lines += report.readout_lines(seen_out, result["metadata_file"], pinned, where)
     if proof:
         out["aligned"] = proof
         seen_out["problems"] += proof["problems"]
         lines.append(aligned.report_line(proof, False))
     if result["claim_only"]:
         status, status_problems = kep5517.claim_status(pod, objects.claim_name, cpus)
-        probe, probe_problem = _probe(api, objects, params, node or "", cpus, now, pause)
-        seen_out["problems"] += status_problems + ([probe_problem] if probe_problem else [])
-        out["node_allocatable"] = {"claim_status": status, "probe": probe}
-        lines += report.node_allocatable_lines(status, probe, cpus)
+        probe, control, probe_problems = _probe(api, objects, params, node or "", cpus, now, pause)
+        seen_out["problems"] += status_problems + probe_problems
+        out["node_allocatable"] = {"claim_status": status, "probe": probe, "control": control}
+        lines += report.node_allocatable_lines(status, probe, control, cpus)
     out.update({"report": lines, "passed": not seen_out["problems"]})
     if seen_out["problems"]:
         out.update({"failed": True, "msg": "the claim was allocated and its pod runs, but what its container sees is not "

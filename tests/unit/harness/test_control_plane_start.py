@@ -103,7 +103,8 @@ def test_simulated_nodes_only_stay_on_loopback_with_the_feature_gates(started):
     cmds = {e[1]: e[2] for e in events if e[0] == "spawn"}
     assert "--bind-address=127.0.0.1" in cmds["kube-apiserver"]
     for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
-        assert cmds[name][-1] == "--feature-gates=A=true", name
+        # the version's (v1.36.3) defaults, then CLUSTER_FEATURE_GATES (cluster_feature_gates.py)
+        assert cmds[name][-1] == "--feature-gates=DRAListTypeAttributes=true,A=true", name
     assert "real01" not in (state / "pki" / "tokens.csv").read_text()
 
 

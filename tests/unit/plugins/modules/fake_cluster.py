@@ -128,6 +128,19 @@ def pod(name, node_name, phase="Running", ready=None):
             "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
+# a watch stream can say that time passed only with a line: a bookmark, as the API server sends them
+BOOKMARK_LINE = (json.dumps({"type": "BOOKMARK", "object": {"metadata": {}}}) + "\n").encode()
+
+
+def passing_time(clock, seconds, step=1.0):
+    """Stream chunks of a watch during which ``seconds`` pass on ``clock`` without an event: a bookmark every
+    ``step`` seconds, so a wait reading it (inline, under a fake clock) can judge its tick."""
+    end = clock.now + seconds
+    while clock.now < end:
+        clock.now = min(end, clock.now + step)
+        yield BOOKMARK_LINE
+
+
 class FakeCluster(object):
     """Answers the GETs the modules make. ``routes`` maps a path to a body, a
     Response or an exception; ``watches`` is a list of event lists (one per

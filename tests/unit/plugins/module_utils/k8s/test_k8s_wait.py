@@ -41,6 +41,7 @@ class Script(object):
                 _raise(item)
             elif isinstance(item, tuple):
                 self.clock.now += item[1]
+                yield None   # time passed without an event: the inline pump's "nothing yet"
             else:
                 yield item
 
@@ -94,12 +95,53 @@ def test_410_relists(gone):
 def test_a_watch_closed_before_its_time_relists_one_ended_by_the_server_reopens():
     clock = Clock()
     src = Script(clock, [([obj("a")], "10"), ([obj("a", "20")], "20")],
-                 [[], [("advance", 5)], [ev("MODIFIED", obj("a", "21", ready=True))]])
+                 [[], [("advance", 59)], [ev("MODIFIED", obj("a", "21", ready=True))]])
     verdict, wait = run(src, clock, timeout=60, tick=5)
     assert verdict.done and src.kinds() == ["list", "watch", "list", "watch", "watch"]
-    # the second watch asked for 5 s (the tick) and lasted them: reopened from its version, no list
-    assert src.calls[3][1:] == ("20", 5) and src.calls[4][1] == "20"
+    # the second watch asked for what was left of the wait (59.5 s, rounded up) and the server ended it
+    # then: reopened from its version for the last half second, no list
+    assert src.calls[3][1:] == ("20", 60) and src.calls[4][1:] == ("20", 1)
     assert wait.stats["relists"] == 1
+
+
+def test_the_tick_is_judged_while_the_watch_stays_open():
+    clock = Clock()
+    moments = []
+
+    class Counting(w.Snapshot):
+        def judge(self, moment):
+            moments.append(moment)
+            return w.Verdict(w.DONE if moment == w.EVENT else w.WAITING, None)
+
+    src = Script(clock, [([], "1")], [[("advance", 10), ("advance", 10), ev("ADDED", obj("a", "2"))]])
+    verdict = w.Wait(src, Counting(all_ready), clock=clock, sleep=clock.sleep, tick=10).run(60)
+    assert verdict.done and moments == ["listed", "tick", "tick", "event"]
+    # one watch, asked for the whole wait: the ticks did not end it
+    assert src.kinds() == ["list", "watch"] and src.calls[1][2] == 60
+
+
+def test_a_threaded_pump_wakes_for_the_tick_and_hands_on_events_and_errors():
+    import threading
+
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import pump as p
+
+    release = threading.Event()
+
+    def events():
+        yield ev("ADDED", obj("a"))
+        release.wait(5)
+        raise KubeRequestError("reset", status=None)
+
+    pump = p.ThreadedPump(events())
+    assert pump.next(5)["type"] == "ADDED"
+    assert pump.next(0.05) is None   # nothing within the timeout: the caller judges its tick
+    release.set()
+    with pytest.raises(KubeRequestError):
+        pump.next(5)
+    done = p.ThreadedPump(iter([]))
+    with pytest.raises(p.EndOfWatch):
+        done.next(5)
+    pump.close()
 
 
 def test_connection_errors_reconnect_with_a_growing_bounded_backoff():
@@ -155,20 +197,6 @@ def test_impossible_ends_the_wait_at_once():
     verdict, wait = run(src, clock, timeout=300)
     assert verdict.state == w.IMPOSSIBLE and verdict.reason == "broken" and not verdict.timed_out
     assert clock.now == 0
-
-
-def test_the_tick_judges_between_events():
-    clock = Clock()
-    moments = []
-
-    class Counting(w.Snapshot):
-        def judge(self, moment):
-            moments.append(moment)
-            return w.Verdict(w.DONE if clock.now >= 20 else w.WAITING, None)
-
-    src = Script(clock, [([], "1")], [])
-    verdict = w.Wait(src, Counting(all_ready), clock=clock, sleep=clock.sleep, tick=10).run(60)
-    assert verdict.done and moments == ["listed", "tick", "tick"] and clock.now == 20
 
 
 def test_deleted_objects_leave_the_snapshot():

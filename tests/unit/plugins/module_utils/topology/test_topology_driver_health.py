@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import itertools
 import json
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.modules import cpu_topology
@@ -14,7 +15,13 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import pod_diagnostics as diag
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.conftest import load_slices
-from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import Clock, FakeCluster, Response, node
+from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_cluster import (
+    Clock,
+    FakeCluster,
+    Response,
+    node,
+    passing_time,
+)
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.test_cpu_topology import PODS, SLICES, listing
 
 IMAGE = "registry.k8s.io/dra-driver-cpu/dra-driver-cpu:v9.9.9"
@@ -150,7 +157,8 @@ def params(**extra):
 
 
 class Timed(FakeCluster):
-    """Pods by the clock (``phases``: (from time, pods)); every watch lasts its timeoutSeconds."""
+    """Pods by the clock (``phases``: (from time, pods)); every watch lasts its timeoutSeconds, a second at a
+    time."""
 
     def __init__(self, clock, phases, routes):
         FakeCluster.__init__(self, dict(routes, **{"/api/v1/nodes": {"items": [node("node-a")]}}))
@@ -161,8 +169,7 @@ class Timed(FakeCluster):
         query = dict(params.get("query_params") or [])
         if query.get("watch") == "true":
             self.calls.append((path, query))
-            self.clock.now += int(query["timeoutSeconds"])
-            return Response(chunks=[])
+            return Response(chunks=passing_time(self.clock, int(query["timeoutSeconds"])))
         return FakeCluster.request(self, method, path, **params)
 
 
@@ -184,16 +191,14 @@ def test_a_pull_that_recovers_inside_the_window_still_installs():
     published = copy.deepcopy(listing(slices, "200"))
 
     class Recovering(Timed):
-        """The pod runs at 15 s; its pool arrives as watch events in the watch open at 20 s."""
-        sent = False
+        """The pod runs at 15 s; its pool arrives as watch events at 20 s, in the slices' one watch."""
 
         def request(self, method, path, **params):
             query = dict(params.get("query_params") or [])
-            if path == SLICES and query.get("watch") == "true" and self.clock.now >= 20 and not self.sent:
-                self.sent = True
+            if path == SLICES and query.get("watch") == "true":
                 self.calls.append((path, query))
-                return Response(chunks=[(json.dumps({"type": "ADDED", "object": s}) + "\n").encode()
-                                        for s in published["items"]])
+                added = [(json.dumps({"type": "ADDED", "object": s}) + "\n").encode() for s in published["items"]]
+                return Response(chunks=itertools.chain(passing_time(self.clock, 20 - self.clock.now), added))
             return Timed.request(self, method, path, **params)
 
     cluster = Recovering(clock, [(0, [pulling()]), (15, [running()])],

@@ -25,6 +25,7 @@ from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.fake_clus
     FakeCluster,
     HTTPError,
     Response,
+    passing_time,
     pod,
 )
 from ansible_collections.kubevirtci.dra_cpu.tests.unit.plugins.modules.test_cpu_topology import PODS, SLICES, listing
@@ -88,7 +89,7 @@ class Rollout(FakeCluster):
     def _stream(self, path, seconds):
         for step in self.scripts.pop(0) if self.scripts else [("advance", seconds)]:
             if step[0] == "advance":
-                self.clock.now += step[1]
+                yield from passing_time(self.clock, step[1])
                 continue
             current = self._current()
             obj = current[2] if path == DAEMONSETS else current[1][0]
@@ -116,7 +117,8 @@ def test_wait_serving_ends_at_the_daemonset_event_that_follows_the_new_pod():
                                "dra-driver-cpu", ["n1"], 30.0, clock, clock.sleep)
     assert got["done"] is True and got["passes"] == 2 and clock.now == 2.0
     assert cluster.paths() == [DAEMONSETS, PODS, DAEMONSETS, PODS]
-    assert cluster.calls[2][1]["watch"] == "true" and cluster.calls[2][1]["timeoutSeconds"] == 10
+    # one watch, asked for the whole wait: the tick (every 10 s) is judged while it stays open
+    assert cluster.calls[2][1]["watch"] == "true" and cluster.calls[2][1]["timeoutSeconds"] == 30
 
 
 def test_a_daemonset_rolled_out_as_kubectl_reads_it_needs_no_pod_list():
@@ -139,9 +141,9 @@ def test_wait_serving_without_a_release_watches_the_pods_and_stops_at_the_deadli
     cluster = Rollout(clock, [(0, [creating("new", "n1")])])
     got = rollout.wait_serving(RawApi(cluster), "dra-driver-cpu", ["a=b"], "", ["n1"], 25.0, clock, clock.sleep)
     assert got["done"] is False and got["nodes"] == {"n1": "its pool is published but driver pod new is not Ready"}
-    # one list, then watches of at most the tick (10 s), reopened from the list's version: no more lists
+    # one list, then one watch for the whole wait (the ticks judged while it stays open): no more lists
     assert set(cluster.paths()) == {PODS} and clock.now == 25.0
-    assert [q.get("timeoutSeconds") for unused, q in cluster.calls] == [None, 10, 10, 5]
+    assert [q.get("timeoutSeconds") for unused, q in cluster.calls] == [None, 25]
     assert cluster.calls[0][1] == {"labelSelector": "a=b"}
 
 

@@ -23,7 +23,7 @@ class FakeApi(object):
     """Scripted API: lists and watches are consumed in order.
 
     A watch script is a list of events; an Exception item is raised at that
-    point; ("advance", s) moves the clock.
+    point; ("advance", s) moves the clock (and yields None, time passing without an event).
     """
 
     def __init__(self, clock, lists, watches, nodes=None, pods=None, logs=None):
@@ -50,6 +50,7 @@ class FakeApi(object):
                 _raise(item)
             if isinstance(item, tuple) and item[0] == "advance":
                 self.clock.now += item[1]
+                yield None   # time passed without an event: the inline pump's "nothing yet"
                 continue
             yield item
 
@@ -111,7 +112,7 @@ def test_list_then_watch_until_complete(slices):
     assert watch_query["resourceVersion"] == "100"
     assert watch_query["fieldSelector"] == "spec.driver=dra.cpu"
     assert watch_query["allowWatchBookmarks"] == "true"
-    assert watch_query["timeoutSeconds"] == 10  # capped at the next tick (node and driver checks)
+    assert watch_query["timeoutSeconds"] == 60  # the whole wait: the ticks are judged while it stays open
     assert result["resource_version"] == "106"
     assert result["elapsed"] == 3
 
@@ -146,14 +147,15 @@ def test_reconnect_on_connection_error_resumes_from_last_rv(slices):
 def test_server_watch_timeout_reopens(slices):
     s1, s2 = slices("individual_smt_chunks.yaml")
     clock = Clock()
-    api = FakeApi(clock, [listing([s1], "100")], [[("advance", 20)], [event("ADDED", s2, rv="101")]],
-                  nodes=["node01"])
+    api = FakeApi(clock, [listing([s1], "100")], [[("advance", 10)] * 5 + [("advance", 9)],
+                                                  [event("ADDED", s2, rv="101")]], nodes=["node01"])
     result = make(clock, api).wait(["node01"], 60)
     assert result["complete"] is True
     watches = [c for c in api.calls if c[0] == "watch"]
-    # 40 s remain, but the watch ends at the next tick (every 10 s while a node is pending)
-    assert watches[1][2]["timeoutSeconds"] == 10
-    assert ("node", "node01") in api.calls
+    # the first asked for the whole wait and the server ended it at 59 s: reopened for the last second,
+    # from its version; the pending node was checked at each tick (every 10 s) while it stayed open
+    assert [w[2]["timeoutSeconds"] for w in watches] == [60, 1] and watches[1][2]["resourceVersion"] == "100"
+    assert kinds(api) == ["list", "watch"] + ["node"] * 5 + ["watch"]
 
 
 def test_missing_node_deleted_without_slices_is_dropped_at_the_node_check(slices):
@@ -196,7 +198,8 @@ def test_timeout_reports_pending(slices):
     assert result["progress"] == {"complete": ["node01"], "missing": ["node03"],
                                   "incomplete": {"node02": "1 of 2 slices published at generation 3"}}
     assert result["dropped_nodes"] == []
-    assert kinds(api) == ["list", "watch", "node", "node"]
+    # the 61 s pass in one step: the tick then the deadline each check the two pending nodes
+    assert kinds(api) == ["list", "watch", "node", "node", "node", "node"]
 
 
 def test_deleted_node_is_dropped(slices):
@@ -392,7 +395,7 @@ def test_node_facts_are_built_when_the_pool_completes_and_dropped_when_it_is_not
 
 def test_a_driver_that_cannot_run_ends_the_wait_at_a_tick():
     clock = Clock()
-    api = FakeApi(clock, [listing([])], [[("advance", 10)], [("advance", 10)]], nodes=["node01"])
+    api = FakeApi(clock, [listing([])], [[("advance", 10), ("advance", 10)]], nodes=["node01"])
     asked = []
 
     def check(pending):

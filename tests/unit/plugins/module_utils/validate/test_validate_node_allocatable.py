@@ -44,5 +44,24 @@ def test_chart_values_must_agree(mapping, value, ok):
         assert errors == []
     else:
         assert errors == ["dra_cpu_chart_values: driverConfig.publishNodeAllocatableResourceMapping: %r disagrees with "
-                          "dra_cpu_node_allocatable_mapping: %r; expected the mapping set through "
+                          "dra_cpu_node_allocatable_mapping: %r; expected it set through "
                           "dra_cpu_node_allocatable_mapping only" % (value, mapping)]
+
+
+@pytest.mark.parametrize("raw, want", [(None, False), (True, True), ("true", True), ("", False), ("false", False)])
+def test_expose_pcie_roots_normalised_to_a_bool(raw, want):
+    assert VARIABLES["expose_pcie_roots"] == "dra_cpu_expose_pcie_roots"
+    assert i.argument_spec()["expose_pcie_roots"]["default"] is False
+    settings, errors = run(expose_pcie_roots=raw)
+    assert errors == [] and settings["expose_pcie_roots"] is want
+
+
+@pytest.mark.parametrize("on, value, ok", [(True, True, True), (False, False, True),
+                                           (False, True, False), (True, False, False)])
+def test_chart_values_args_expose_pcie_roots_must_agree(on, value, ok):
+    _settings, errors = run(expose_pcie_roots=on, chart_values={"args": {"exposePCIeRoots": value}})
+    if ok:
+        assert errors == []
+    else:
+        assert errors == ["dra_cpu_chart_values: args.exposePCIeRoots: %r disagrees with dra_cpu_expose_pcie_roots: "
+                          "%r; expected it set through dra_cpu_expose_pcie_roots only" % (value, on)]

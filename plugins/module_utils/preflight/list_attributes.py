@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Preflight rule for PCIe roots as a list attribute (``dra_cpu_expose_pcie_roots``).
+
+Owns the ``list_attributes_gate`` finding, asked only when the setting is on: the API server (its
+``kubernetes_feature_enabled`` metric, read once by gather.py as for ``DRAConsumableCapacity``) must
+run with ``DRAListTypeAttributes`` (KEP-5491), or it drops the driver's
+``resource.kubernetes.io/pcieRoot`` list value. Pure. Upstream facts: docs/upstream.md ("What the
+driver publishes").
+"""
+
+from __future__ import absolute_import, annotations, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Finding
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import (
+    ERROR,
+    OK,
+    finding,
+    parse_feature_gates,
+)
+
+CHECK = "list_attributes_gate"
+GATE = "DRAListTypeAttributes"
+VARIABLE = "dra_cpu_expose_pcie_roots"
+ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
+REQUIRED = "%s enabled" % GATE
+# what breaks without the gate (the field is alpha, k8s.io/api resource/v1 DeviceAttribute.StringValues)
+BREAKS = ("without it the API server drops the list value of %s that the driver publishes on each CPU "
+          "device, so no claim can match a CPU device's PCIe roots (matchAttribute)" % ATTRIBUTE)
+_OFF = "or install without PCIe roots (%s: false)" % VARIABLE
+FIX = ("start kube-apiserver and kube-scheduler with --feature-gates=%s=true (alpha, off by default in "
+       "Kubernetes 1.36), %s" % (GATE, _OFF))
+
+
+def check_api_server(metrics_text: str | None, error: str | None = None) -> list[Finding]:
+    """The API server must report ``DRAListTypeAttributes`` enabled; metrics that cannot be read
+    (``error`` the reason) or that lack the gate's sample are an error too: PCIe roots are asked for
+    and nothing confirms the API server keeps them."""
+    if metrics_text is None:
+        return [finding(
+            CHECK, ERROR,
+            "%s: true, but the API server metrics could not be read to confirm %s%s; %s"
+            % (VARIABLE, GATE, ": %s" % error if error else "", BREAKS),
+            observed="unknown", required=REQUIRED,
+            fix="grant 'get' on the non-resource URL /metrics to this user, %s" % _OFF)]
+    state = parse_feature_gates(metrics_text).get(GATE)
+    if state is None:
+        return [finding(
+            CHECK, ERROR,
+            "%s: true, but the API server does not know the feature gate %s (it is older than Kubernetes "
+            "1.36); %s" % (VARIABLE, GATE, BREAKS),
+            observed="absent", required=REQUIRED,
+            fix="use Kubernetes 1.36 or newer with the gate enabled, %s" % _OFF)]
+    stage = state["stage"] or "GA"
+    if state["enabled"]:
+        return [finding(CHECK, OK, "%s is enabled on the API server (%s)" % (GATE, stage),
+                        observed="enabled (%s)" % stage, required=REQUIRED)]
+    return [finding(
+        CHECK, ERROR,
+        "%s: true, but %s is disabled on the API server (%s): %s" % (VARIABLE, GATE, stage, BREAKS),
+        observed="disabled (%s)" % stage, required=REQUIRED, fix=FIX)]
