@@ -50,6 +50,12 @@ description:
     on one NUMA node (C(matchAttribute) on C(resource.kubernetes.io/numaNode), or C(dra.cpu/numaNodeID) when
     the published devices do not all carry the standard attribute): what a VMI's C(spec.resourceClaims)
     escape hatch would reference."
+  - "With O(aligned_device_class) it renders the claim a provisioner writes for a VM with a device (VEP 300's
+    shape): the C(cpu) request plus a request C(device) for one device of that DeviceClass, and a
+    C(matchAttribute) constraint on O(aligned_attribute) over both. Refused before anything is created when
+    the class does not exist or no C(dra.cpu) device carries the attribute. Once allocated, the CPU device's
+    values of the attribute (its PCIe roots, a string list in grouped mode) must contain the device's, both
+    read from the published ResourceSlices; O(aligned_allocation_only) stops there."
   - Test objects of an earlier run are deleted first; the pods and the claim are deleted at the end whatever
     happened, and their deletion is waited for. Nothing is left, so it never reports a change. In check mode
     it only reads the topology and says what it would create.
@@ -133,6 +139,22 @@ options:
     default: false
   individual_claim:
     description: In individual mode, prove a NUMA-aligned count claim (the C(spec.resourceClaims) escape hatch) instead of failing.
+    type: bool
+    default: false
+  aligned_device_class:
+    description:
+      - The DeviceClass of a second device the claim asks for, aligned with the CPU device (VEP 300). Empty is off.
+    type: str
+    default: ""
+  aligned_attribute:
+    description:
+      - The attribute of the C(matchAttribute) constraint, by its short or full name.
+    type: str
+    default: pcieRoot
+    choices: [numaNode, pcieRoot, resource.kubernetes.io/numaNode, resource.kubernetes.io/pcieRoot]
+  aligned_allocation_only:
+    description:
+      - Prove the aligned claim up to its allocation; the pod is not waited for (a device no driver prepares).
     type: bool
     default: false
   timeout:
@@ -232,6 +254,12 @@ readout:
     - What the container saw and the findings, C({complete, metadata, dra_cpuset, dra_cpuset_lines,
       container_cpus, cgroup_cpus, online_cpus, cpuset_compared, placement, pinned, problems, notes}).
   returned: when the pod ran
+  type: dict
+aligned:
+  description:
+    - The aligned claim's proof, C({attribute, device_class, cpu, device, common, problems}); C(cpu) and
+      C(device) are C({request, driver, pool, device, values}).
+  returned: in aligned mode, once the claim was allocated
   type: dict
 locality:
   description:

@@ -24,6 +24,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pcie_r
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import TopologyFact
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.aligned import AlignedProof
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     CONTAINER,
     DEVICE_CLASS,
@@ -81,6 +82,7 @@ class VerifyResult(TypedDict, total=False):
     pinned: dict[str, Any]  # verify/pinned.py's result
     log: Optional[str]
     node_allocatable: NodeAllocatableCheck
+    aligned: AlignedProof
     cleanup: List[str]
 
 

@@ -10,7 +10,10 @@ Owns the order of the API calls; every decision is in the other files of this pa
    grouped claims only); the VMI and its hostCPUs; in check mode the run stops here and says what it would do;
 3. test objects of an earlier run are deleted, the claim ``<vmi>-cpu`` and pod ``virt-launcher-<vmi>``
    created as virt-controller renders them; the claim's allocation and then the pod's readout (its log)
-   are waited for, each up to ``timeout`` seconds;
+   are waited for, each up to ``timeout`` seconds; in aligned mode (``aligned_device_class``) the claim
+   also asks for a device of that class, aligned by ``matchAttribute`` (``aligned.py``), refused before
+   anything is created when the CPU devices cannot serve it, and its allocation proven against the
+   published devices (there the run stops with ``aligned_allocation_only``);
 4. the driver's pinning from its log (``pinned.py``), the judgement; on the KEP-5517 path (the driver
    publishes node-allocatable mappings) the pod's claim status, the probe pod and then its control; the report;
 5. whatever happened, the pods and the claim are deleted and their deletion waited for (``finally``).
@@ -39,7 +42,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import fact
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import manifests, readout, report, sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import aligned, manifests, readout, report, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import node_allocatable as kep5517
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.objects import Objects
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.pinned import pinned as read_pinned
@@ -85,6 +88,9 @@ def argument_spec() -> ArgumentSpec:
                                     removed_from_collection="kubevirtci.dra_cpu"),
         allow_missing_dra_cpuset=dict(type="bool", default=False),
         individual_claim=dict(type="bool", default=False),
+        aligned_device_class=dict(type="str", default=""),
+        aligned_attribute=dict(type="str", default="pcieRoot", choices=sorted(aligned.ATTRIBUTES)),
+        aligned_allocation_only=dict(type="bool", default=False),
         timeout=dict(type="int", default=120),
         topology_timeout=dict(type="int", default=300),
     )
@@ -144,10 +150,19 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
                           {"fieldSelector": driver_field_selector(manifests.DEVICE_CLASS)}).get("items") or []
     numa = manifests.numa_attribute(slices) if mode == "individual" else None
     result["numa_attribute"] = numa
+    refused = _aligned_refusal(api, params, slices, mode)
+    if refused:
+        result.update({"failed": True, "msg": refused, "report": [size_line]})
+        return result
     if check_mode:
         result["report"] = [size_line, report.check_mode_line(namespace, claim, pod_name, cpus, mode, numa, claim_only)]
+        if params.get("aligned_device_class"):
+            result["report"].append(aligned.check_mode_line(params["aligned_device_class"], _attribute(params)))
         return result
-    result.update({"claim_manifest": manifests.claim_manifest(claim, namespace, cpus, mode, numa),
+    claim_manifest = manifests.claim_manifest(claim, namespace, cpus, mode, numa)
+    if params.get("aligned_device_class"):
+        claim_manifest = aligned.claim_manifest(claim_manifest, params["aligned_device_class"], _attribute(params))
+    result.update({"claim_manifest": claim_manifest,
                    "pod_manifest": manifests.pod_manifest(pod_name, namespace, claim, cpus, params["image"],
                                                           params["tolerations"], claim_only)})
     objects = Objects(api, namespace, vmi_name, now, pause)
@@ -156,7 +171,7 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
         result.update({"failed": True, "msg": "cannot remove the test objects of an earlier run: %s" % "; ".join(leftovers)})
         return result
     try:
-        outcome = _prove(api, objects, params, result, manifests.newest_devices(slices), now, pause)
+        outcome = _prove(api, objects, params, result, slices, now, pause)
     finally:
         cleanup = objects.delete(params["timeout"])
     result.update(outcome)
@@ -166,6 +181,33 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
         if not result.get("failed"):
             result.update({"failed": True, "msg": "the test objects were not removed: %s" % "; ".join(cleanup)})
     return result
+
+
+def _attribute(params: ModuleParams) -> str:
+    return aligned.attribute_name(params.get("aligned_attribute") or "") or aligned.PCIE_ROOT
+
+
+def _aligned_refusal(api: RawApi, params: ModuleParams, slices: list[dict[str, Any]], mode: str) -> str | None:
+    """Aligned mode: why its claim cannot be allocated, before anything is created (None: try it)."""
+    device_class = params.get("aligned_device_class")
+    if not device_class:
+        return None
+    try:
+        api.get_json("/apis/resource.k8s.io/v1/deviceclasses/%s" % quote(device_class, safe=""))
+    except KubeRequestError as exc:
+        if not exc.not_found:
+            raise
+        return "there is no DeviceClass %s (dra_cpu_verify_aligned_device_class): install its driver first" % device_class
+    return aligned.cpu_devices_problem(slices, _attribute(params), mode, manifests.DEVICE_CLASS)
+
+
+def _aligned_proof(api: RawApi, params: ModuleParams, claim: dict[str, Any],
+                   slices: list[dict[str, Any]]) -> aligned.AlignedProof:
+    """The allocated aligned claim against the CPU driver's slices and those of the device's driver."""
+    drivers = sorted(set(str(r.get("driver")) for r in readout.allocated_devices(claim, aligned.DEVICE_REQUEST)))
+    others = [obj for driver in drivers if driver != manifests.DEVICE_CLASS for obj in api.get_json(
+        RESOURCE_SLICES_PATH, {"fieldSelector": "spec.driver=%s" % driver}).get("items") or []]
+    return aligned.prove(claim, slices + others, params["aligned_device_class"], _attribute(params))
 
 
 def _scheduled_pod(api: RawApi, objects: Objects, params: dict[str, Any], node: str, pod: kep5517.Probe,
@@ -213,9 +255,10 @@ def _probe(api: RawApi, objects: Objects, params: dict[str, Any], node: str, cpu
 
 
 def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: VerifyResult,
-           devices: list[tuple[str, dict[str, Any]]], now: Callable[[], float],
+           slices: list[dict[str, Any]], now: Callable[[], float],
            pause: Callable[[float], None]) -> VerifyResult:
     namespace, timeout, cpus, mode = params["namespace"], params["timeout"], result["cpus"], result["mode"]
+    devices = manifests.newest_devices(slices)
     size_line = result["sizing"]
     api.send_json("POST", objects.claims, result["claim_manifest"])
     api.send_json("POST", objects.pods, result["pod_manifest"])
@@ -229,6 +272,9 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: Verify
         pod = objects.get(objects.pod) or {}
         return {"failed": True, "claim": seen.get("claim"), "pod": pod, "report": [size_line],
                 "msg": report.not_allocated(namespace, objects.claim_name, cpus, timeout, pod)}
+    proof = _aligned_proof(api, params, seen["claim"], slices) if params.get("aligned_device_class") else None
+    if proof and params.get("aligned_allocation_only"):
+        return _allocation_only(objects, result, seen["claim"], proof)
 
     def printed() -> bool:
         seen["pod"] = objects.get(objects.pod) or {}
@@ -263,6 +309,10 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: Verify
                          "pinned": pinned, "log": seen.get("log"), "locality": where}
     lines = [size_line, report.allocation_line(objects.claim_name, cpus, results, pod, mode, result["numa_attribute"])]
     lines += report.readout_lines(seen_out, result["metadata_file"], pinned, where)
+    if proof:
+        out["aligned"] = proof
+        seen_out["problems"] += proof["problems"]
+        lines.append(aligned.report_line(proof, False))
     if result["claim_only"]:
         status, status_problems = kep5517.claim_status(pod, objects.claim_name, cpus)
         probe, control, probe_problems = _probe(api, objects, params, node or "", cpus, now, pause)
@@ -273,6 +323,21 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: Verify
     if seen_out["problems"]:
         out.update({"failed": True, "msg": "the claim was allocated and its pod runs, but what its container sees is not "
                    "what KubeVirt's virt-launcher needs: %s" % "; ".join(seen_out["problems"])})
+    return out
+
+
+def _allocation_only(objects: Objects, result: VerifyResult, claim: dict[str, Any],
+                     proof: aligned.AlignedProof) -> VerifyResult:
+    """Aligned mode up to the allocation: the claim and the proof, the pod not waited for."""
+    pod = objects.get(objects.pod) or {}
+    lines = [result["sizing"], report.allocation_line(objects.claim_name, result["cpus"],
+                                                      readout.allocated_devices(claim), pod, result["mode"], None),
+             aligned.report_line(proof, True)]
+    out: VerifyResult = {"claim": claim, "pod": pod, "node": (pod.get("spec") or {}).get("nodeName"),
+                         "aligned": proof, "report": lines, "passed": not proof["problems"]}
+    if proof["problems"]:
+        out.update({"failed": True, "msg": "the aligned claim was allocated, but not aligned as asked: %s"
+                    % "; ".join(proof["problems"])})
     return out
 
 
