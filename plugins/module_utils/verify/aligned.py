@@ -21,6 +21,10 @@ __metaclass__ = type
 import copy
 from typing import Any, List, Optional, TypedDict
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
+    SCHEDULER_LIST_ATTRIBUTES_MIN,
+    scheduler_matches_lists,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     REQUEST,
@@ -70,6 +74,8 @@ class AlignedProof(TypedDict):
     device: Optional[AlignedDevice]
     common: List[Any]
     problems: List[str]
+OLD_SCHEDULER = ("this cluster's kube-scheduler (Kubernetes older than 1.37) compares the CPU devices' list of "
+                 "%s as one value, so an aligned claim is never allocated: use Kubernetes %s or newer")
 
 
 def attribute_name(choice: str) -> str | None:
@@ -95,10 +101,13 @@ def attribute_values(device: K8sObject, name: str, driver: str) -> list[Any] | N
     return None
 
 
-def cpu_devices_problem(slices: list[K8sObject], attribute: str, mode: str, driver: str) -> str | None:
+def cpu_devices_problem(slices: list[K8sObject], attribute: str, mode: str, driver: str,
+                        server_version: K8sObject | str | None = None) -> str | None:
     """Why no aligned claim can be allocated, before anything is created (None: it can be tried)."""
     if mode != "grouped":
         return NOT_GROUPED % mode
+    if attribute == PCIE_ROOT and server_version is not None and scheduler_matches_lists(server_version) is False:
+        return OLD_SCHEDULER % (attribute, SCHEDULER_LIST_ATTRIBUTES_MIN)
     devices = [d for _pool, d in newest_devices(slices, driver)]
     if not any(attribute_values(d, attribute, driver) for d in devices):
         return NO_CPU_ATTRIBUTE[attribute] % attribute

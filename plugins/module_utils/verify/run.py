@@ -198,7 +198,7 @@ def _aligned_refusal(api: RawApi, params: ModuleParams, slices: list[dict[str, A
         if not exc.not_found:
             raise
         return "there is no DeviceClass %s (dra_cpu_verify_aligned_device_class): install its driver first" % device_class
-    return aligned.cpu_devices_problem(slices, _attribute(params), mode, manifests.DEVICE_CLASS)
+    return aligned.cpu_devices_problem(slices, _attribute(params), mode, manifests.DEVICE_CLASS, api.version())
 
 
 def _aligned_proof(api: RawApi, params: ModuleParams, claim: dict[str, Any],

@@ -126,6 +126,11 @@ class AlignedApi(R.FakeApi):
         self.slices = {"dra.cpu": [cpu or cpu_slice(name="cpudevnuma001")], "nic.example.com": [nic or nic_slice()]}
         self.objects[NIC_CLASS] = {"metadata": {"name": "nic.example.com"}}
 
+    server = {"gitVersion": "v1.37.2"}
+
+    def version(self):
+        return self.server
+
     def get_json(self, path, query=None, timeout=None):
         if path == "/apis/resource.k8s.io/v1/resourceslices":
             self.calls.append(("GET", path))
@@ -188,3 +193,17 @@ def test_check_mode_says_what_it_would_add():
     result = R.verify(api, check_mode=True, aligned_device_class="nic.example.com", cpus=6)
     assert "one device of class nic.example.com" in result["report"][-1]
     assert not [c for c in api.calls if c[0] in ("POST", "DELETE")]
+
+
+def test_an_older_scheduler_is_refused_for_pcie_roots_before_anything_is_created():
+    """kube-scheduler v1.36.3 compares a list attribute as one value (no ListTypeAttributes in its
+    AllocatorFeatures): refused there for pcieRoot, tried on 1.37, and the NUMA node is not affected."""
+    from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import aligned as al
+    slices = [{"spec": {"driver": "dra.cpu", "pool": {"name": "n", "generation": 1, "resourceSliceCount": 1},
+                        "devices": [{"name": "cpudevnuma000", "attributes": {
+                            "resource.kubernetes.io/pcieRoot": {"strings": ["pci0000:00"]},
+                            "resource.kubernetes.io/numaNode": {"int": 0}}}]}}]
+    got = al.cpu_devices_problem(slices, al.PCIE_ROOT, "grouped", "dra.cpu", {"gitVersion": "v1.36.3"})
+    assert got and "older than 1.37" in got and "1.37.0 or newer" in got
+    assert al.cpu_devices_problem(slices, al.PCIE_ROOT, "grouped", "dra.cpu", {"gitVersion": "v1.37.2"}) is None
+    assert al.cpu_devices_problem(slices, al.STANDARD_NUMA, "grouped", "dra.cpu", {"gitVersion": "v1.36.3"}) is None
