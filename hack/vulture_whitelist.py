@@ -15,6 +15,6 @@ _.TRANSFERS_FILES
 # doc fragments: Ansible loads the class by name and reads its attributes
 _.ModuleDocFragment
 _.CLUSTER
-# TEMPORARY, not read by Ansible: k8s/runner.py's dead `server_side_dry_run`, which another change of
-# issue 45 removes; this line goes with it
+# k8s/runner.py's ClientOptions.server_side_dry_run: kubernetes.core's get_api_client reads it from the
+# module object it is given (tests/unit/plugins/module_utils/k8s/test_k8s_factory.py shows it)
 _.server_side_dry_run

@@ -25,7 +25,11 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart.types imp
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed as inst
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import NamespaceState, ReleaseState
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import (
+    Installed,
+    NamespaceState,
+    ReleaseState,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import plan as release_plan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.plan import ReleasePlan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release.spec import HELM_AUTH_OPTIONS, argument_spec
@@ -85,16 +89,14 @@ def label_report(labels: Mapping[str, str], params: ModuleParams) -> str:
     return " and ".join(words + other) or "no labels"
 
 
-def installed_now(p: ModuleParams) -> tuple[NamespaceState, ReleaseState]:
-    """(namespace state, release state) from preflight's ``installed``, the one reader of what is
-    installed; StageFailed when it could not read it or was not given."""
-    installed = p["installed"] or {}
+def installed_now(p: ModuleParams) -> Installed:
+    """Preflight's ``installed``, the one reader of what is installed (to install and to uninstall);
+    StageFailed when it could not read it or was not given."""
+    installed: Installed = p["installed"] or {}
     if not installed.get("readable") or installed.get("namespace") is None:
         raise StageFailed("cannot tell what is installed in namespace %s: %s" % (
             p["namespace"], installed.get("error") or "no `installed` given (preflight's result)"))
-    ns_state: NamespaceState = installed["namespace"]
-    release: ReleaseState = installed.get("release") or ReleaseState()
-    return ns_state, release
+    return installed
 
 
 @dataclass
@@ -169,10 +171,12 @@ class ActionModule(UninstallSteps, ActionBase):
     def _release(self, p: ModuleParams, task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
         auth, helm_auth = self._auth(p, dict(self._task.args or {}))
         if p["state"] == "absent":
-            return self._done(self._uninstall(p, auth, helm_auth, task_vars))
+            return self._done(self._uninstall(p, installed_now(p), auth, helm_auth, task_vars))
         if not p["chart_ref"] or not p["chart"]:
             raise StageFailed("state=present needs chart_ref and chart (the chart stage's result)")
-        ns_state, release = installed_now(p)
+        installed = installed_now(p)
+        ns_state: NamespaceState = installed["namespace"]
+        release: ReleaseState = installed.get("release") or ReleaseState()
         chart = p["chart"]
         values = release_plan.release_values(chart.get("release_values"), p["node_affinity"])
         want_version = str(chart.get("version") or p["chart_version"] or "")

@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
 # Thin module: the chart stage is module_utils/chart/stage.py (fetch.py pulls and caches, layout.py maps,
-# helm/schema.py decides about helm); plugins/action/chart_layout.py runs it in-process on a local connection.
+# helm/schema.py says what its values schema needs from helm); plugins/action/chart_layout.py runs it in-process on a local connection.
 
 from __future__ import absolute_import, division, print_function
 
@@ -31,9 +31,9 @@ description:
     C(<cache_dir>/charts/sha256-<hex>.json) - the digest helm prints on an OCI pull, else the sha256 of
     the pulled C(.tgz). helm still pulls the chart on every run (only that tells which digest a
     reference names); the cache saves reading and parsing it. Not written in check mode.
-  - Decides whether the helm that will install the chart (O(helm_version), O(helm_source)) can
-    validate the chart's C(values.schema.json), RV(helm_choice); fails itself when it cannot and
-    cannot be replaced (a too old O(helm_binary_configured), or O(wanted_helm_version) too old).
+  - Says what validating the chart's C(values.schema.json) needs from helm, RV(schema_requirements);
+    M(kubevirtci.dra_cpu.helm_tool) given them keeps, replaces or refuses the helm found. This module
+    finds and downloads no helm - it pulls with O(helm).
 options:
   path:
     description:
@@ -100,36 +100,10 @@ options:
     description: CA bundle for the chart's registry or repository (C(SSL_CERT_FILE) for helm); '' none.
     type: path
     default: ''
-  helm_version:
-    description: The version of the helm that will install the chart (C(v3.18.4)); '' unknown.
-    type: str
-    default: ''
-  helm_source:
-    description: Where that helm comes from - C(dra_cpu_helm_binary), helm on PATH, or a download.
-    type: str
-    default: path
-    choices: [path, binary, download]
-  helm_binary_configured:
-    description: The value of C(dra_cpu_helm_binary), for the messages.
-    type: str
-    default: ''
-  wanted_helm_version:
-    description: The value of C(dra_cpu_helm_version), the helm a download would fetch.
-    type: str
-    default: ''
   cache_dir:
     description: The helm cache directory (C(dra_cpu_helm_cache_dir)); the layout cache is its C(charts/). '' no cache.
     type: path
     default: ''
-  helm_download:
-    description:
-      - How to get O(wanted_helm_version) when RV(helm_choice.action) is V(download) (helm on PATH cannot
-        validate the chart's schema) - the helm stage's own download options, M(kubevirtci.dra_cpu.helm_tool)'s
-        RV(kubevirtci.dra_cpu.helm_tool#module:download) (C(mirror), C(cache_dir), C(checksums),
-        C(pinned_checksums), C(timeout)). The module then downloads and
-        verifies that helm (or, in check mode, says it would) as M(kubevirtci.dra_cpu.helm_tool) with
-        C(force_download) does and returns it as RV(helm). Unset - only RV(helm_choice) says so.
-    type: dict
 extends_documentation_fragment:
   - kubevirtci.dra_cpu.read_only
 """
@@ -197,9 +171,7 @@ app_version:
 report:
   description:
     - "Short lines for the release report: C(chart <version> (values onto <key>.*)) (the release stage
-      joins the image onto it; a mapping not read from the chart says where it comes from), then
-      C(helm: <why helm from PATH is replaced>) when RV(helm_choice.action=download) and
-      C(warning: ...) when RV(helm_choice.warning) is set."
+      joins the image onto it; a mapping not read from the chart says where it comes from)."
     - A list since the module fetches the chart itself; the one line it was is RV(mapping) now.
   returned: success
   type: list
@@ -217,28 +189,6 @@ version:
   returned: always
   type: str
   sample: 0.3.0
-helm_choice:
-  description: Whether the helm found validates the chart's values schema (module_utils/helm/schema.py).
-  returned: always
-  type: dict
-  contains:
-    action:
-      description:
-        - V(use) it, V(download) O(wanted_helm_version) instead (helm on PATH is too old), or V(fail)
-          (the module then fails with RV(helm_choice.message)).
-      type: str
-    message:
-      description: Why helm is replaced or refused; '' for V(use).
-      type: str
-    warning:
-      description: Set when the helm's version is unknown and the chart needs a newer one (also a task warning).
-      type: str
-helm:
-  description:
-    - The helm that replaces helm from PATH (O(helm_download)), the result of
-      M(kubevirtci.dra_cpu.helm_tool) - C(path), C(cmd), C(version), C(source), C(missing), C(report).
-  returned: when RV(helm_choice.action) is V(download) and O(helm_download) is set
-  type: dict
 source:
   description:
     - Where the chart was read - V(pulled) (helm pull), V(local) (O(chart) is a local path), V(path)
@@ -256,7 +206,8 @@ cache:
 schema_requirements:
   description:
     - What validating the chart's C(values.schema.json) needs from helm (C(min_helm), C(draft), C(reasons),
-      C(misread); see module_utils/helm/schema.py). Returned only when the chart was read.
+      C(misread); see module_utils/helm/schema.py), for M(kubevirtci.dra_cpu.helm_tool)'s
+      O(kubevirtci.dra_cpu.helm_tool#module:schema_requirements). Returned only when the chart was read.
   returned: when O(path) is set
   type: dict
 """

@@ -23,6 +23,11 @@ description:
     mirror's own C(.sha256sum), and only then unpacks C(<os>-<arch>/helm). A mismatch is refused and
     leaves nothing behind.
   - In check mode it downloads nothing and returns RV(missing=true) with what it would fetch.
+  - Given O(schema_requirements) (what a chart's C(values.schema.json) needs, from
+    M(kubevirtci.dra_cpu.chart_layout)) it fits the helm found - or O(found), an earlier result - to
+    the chart, RV(helm_choice) - keeps it; replaces helm from E(PATH) too old for the schema with the
+    download of O(version) (refused first when O(version) is itself too old); or fails for a too old
+    O(binary). The helm it returns is the one to install the chart with.
 options:
   binary:
     description:
@@ -61,10 +66,20 @@ options:
     default: {}
   force_download:
     description:
-      - Ignore O(binary) and helm on E(PATH) and use the download of O(version) (cached or fetched);
-        the role uses it to replace a helm from E(PATH) that cannot validate the chart's schema.
+      - Ignore O(binary) and helm on E(PATH) and use the download of O(version) (cached or fetched).
     type: bool
     default: false
+  schema_requirements:
+    description:
+      - What the chart's C(values.schema.json) needs from helm, M(kubevirtci.dra_cpu.chart_layout)'s
+        RV(kubevirtci.dra_cpu.chart_layout#module:schema_requirements) (C(min_helm), C(misread)).
+        Set, the helm found (or O(found)) is fitted to it, RV(helm_choice). Unset, nothing is fitted.
+    type: dict
+  found:
+    description:
+      - The result of an earlier call of this module (C(source), C(path), C(cmd), C(version),
+        C(missing), C(report)), fitted to O(schema_requirements) instead of finding helm again.
+    type: dict
   timeout:
     description: Seconds for C(helm version) and for each HTTP request of the download.
     type: int
@@ -127,17 +142,27 @@ missing:
   returned: success
   type: bool
   sample: false
-download:
-  description:
-    - How this task downloads helm (O(version), O(mirror), O(cache_dir), O(checksums), O(pinned_checksums),
-      O(timeout)), for M(kubevirtci.dra_cpu.chart_layout)'s O(kubevirtci.dra_cpu.chart_layout#module:helm_download)
-      when the helm found cannot validate the chart's schema.
-  returned: success
+helm_choice:
+  description: Whether the helm found validates the chart's values schema (module_utils/helm/schema.py).
+  returned: when O(schema_requirements) is set
   type: dict
-  sample: {version: v3.22.0, mirror: "https://get.helm.sh", cache_dir: ~/.cache/kubevirtci.dra_cpu/helm,
-           checksums: {}, pinned_checksums: {}, timeout: 60}
+  contains:
+    action:
+      description:
+        - V(use) it, V(download) O(version) instead (helm on E(PATH) is too old; the result is then
+          that download), or V(fail) (the module fails with RV(helm_choice.message)).
+      type: str
+    message:
+      description: Why helm is replaced or refused; '' for V(use).
+      type: str
+    warning:
+      description: Set when the helm's version is unknown and the chart needs a newer one (also a task warning).
+      type: str
 report:
-  description: Short lines saying which helm is used and how it was verified (also on a failed download).
+  description:
+    - Short lines saying which helm is used and how it was verified (also on a failed download).
+    - "When fitted, O(found)'s lines, then C(helm: <why helm from PATH is replaced>) and the download's,
+      or C(warning: ...) when RV(helm_choice.warning) is set."
   returned: always
   type: list
   elements: str

@@ -83,6 +83,8 @@ options:
         unless C(DRAListTypeAttributes) (KEP-5491) is enabled on the API server (its C(kubernetes_feature_enabled)
         metric); without it the API server drops the driver's C(resource.kubernetes.io/pcieRoot) list value and
         refuses the ResourceSlice that carried it.
+      - Adds the C(list_attributes_scheduler) check too, a warning on Kubernetes older than 1.37, whose
+        kube-scheduler does not match list attributes, so a claim aligned on the PCIe root is not allocated.
     type: bool
     default: false
   node_selector:
@@ -106,8 +108,8 @@ options:
     type: list
     elements: str
     default: []
-    choices: [server_version, resource_api, feature_gate, node_allocatable_gate, list_attributes_gate, container_runtime,
-              cpu_manager_policy, reserved_cpus, eligible_nodes]
+    choices: [server_version, resource_api, feature_gate, node_allocatable_gate, list_attributes_gate,
+              list_attributes_scheduler, container_runtime, cpu_manager_policy, reserved_cpus, eligible_nodes]
   skip_incompatible_nodes:
     description:
       - Instead of failing on per-node errors (C(container_runtime), C(cpu_manager_policy), C(reserved_cpus)),

@@ -76,9 +76,8 @@ options:
   installed:
     description:
       - What is installed already, as M(kubevirtci.dra_cpu.preflight)'s RV(kubevirtci.dra_cpu.preflight#module:installed).
-        With O(state=present), when it is not C(readable) (or empty) the task fails with preflight's error;
-        with O(state=absent), the namespace and the other helm releases in it are read here, and helm is
-        asked to uninstall all the same.
+        The one reading of it, for both states - when it is not C(readable) (or empty) the task fails
+        with preflight's error before it changes anything; nothing is read again here.
     type: dict
     default: {}
   node_affinity:

@@ -29,8 +29,10 @@ description:
     limits = hostCPUs (alpha, Guaranteed QoS), no tolerations but O(tolerations). When the driver publishes
     KEP-5517 node-allocatable mappings (C(dra_cpu_topology.node_allocatable_mapping)), the pod is claim-only
     (a C(1m) CPU request = limit for the QoS class): verify then checks that
-    C(status.nodeAllocatableResourceClaimStatuses) names the claim with its CPUs and that a pod asking for
-    what the node has left when the claim is not counted stays Unschedulable beside it."
+    C(status.nodeAllocatableResourceClaimStatuses) names the claim with its CPUs, that a pod asking for
+    one CPU more than the node has left beside the claim stays Unschedulable for insufficient CPU (its
+    C(PodScheduled) condition or C(FailedScheduling) event says C(Insufficient cpu)), and that a control
+    pod one CPU smaller is scheduled."
   - "Reads from inside C(compute) what virt-launcher reads: C(DRA_CPUSET_<claim uid>), the CPUs the kernel
     confines the container to (C(Cpus_allowed_list), the cgroup's effective cpuset), each NUMA node's CPUs
     and each CPU's socket as the container sees them, and the KEP-5304 device metadata file where the driver
@@ -48,6 +50,12 @@ description:
     on one NUMA node (C(matchAttribute) on C(resource.kubernetes.io/numaNode), or C(dra.cpu/numaNodeID) when
     the published devices do not all carry the standard attribute): what a VMI's C(spec.resourceClaims)
     escape hatch would reference."
+  - "With O(aligned_device_class) it renders the claim a provisioner writes for a VM with a device (VEP 300's
+    shape): the C(cpu) request plus a request C(device) for one device of that DeviceClass, and a
+    C(matchAttribute) constraint on O(aligned_attribute) over both. Refused before anything is created when
+    the class does not exist or no C(dra.cpu) device carries the attribute. Once allocated, the CPU device's
+    values of the attribute (its PCIe roots, a string list in grouped mode) must contain the device's, both
+    read from the published ResourceSlices; O(aligned_allocation_only) stops there."
   - Test objects of an earlier run are deleted first; the pods and the claim are deleted at the end whatever
     happened, and their deletion is waited for. Nothing is left, so it never reports a change. In check mode
     it only reads the topology and says what it would create.
@@ -133,8 +141,24 @@ options:
     description: In individual mode, prove a NUMA-aligned count claim (the C(spec.resourceClaims) escape hatch) instead of failing.
     type: bool
     default: false
+  aligned_device_class:
+    description:
+      - The DeviceClass of a second device the claim asks for, aligned with the CPU device (VEP 300). Empty is off.
+    type: str
+    default: ""
+  aligned_attribute:
+    description:
+      - The attribute of the C(matchAttribute) constraint, by its short or full name.
+    type: str
+    default: pcieRoot
+    choices: [numaNode, pcieRoot, resource.kubernetes.io/numaNode, resource.kubernetes.io/pcieRoot]
+  aligned_allocation_only:
+    description:
+      - Prove the aligned claim up to its allocation; the pod is not waited for (a device no driver prepares).
+    type: bool
+    default: false
   timeout:
-    description: Seconds to wait for the allocation, for the pod's readout, for the probe, and for each deletion.
+    description: Seconds to wait for the allocation, for the pod's readout, for each of the probe and control pods, and for each deletion.
     type: int
     default: 120
   topology_timeout:
@@ -231,6 +255,12 @@ readout:
       container_cpus, cgroup_cpus, online_cpus, cpuset_compared, placement, pinned, problems, notes}).
   returned: when the pod ran
   type: dict
+aligned:
+  description:
+    - The aligned claim's proof, C({attribute, device_class, cpu, device, common, problems}); C(cpu) and
+      C(device) are C({request, driver, pool, device, values}).
+  returned: in aligned mode, once the claim was allocated
+  type: dict
 locality:
   description:
     - Where the allocated device sits as its ResourceSlice publishes it, C({pcie_roots, numa_node}) (the union of
@@ -241,7 +271,10 @@ locality:
   type: dict
   sample: {pcie_roots: ['pci0000:00'], numa_node: null}
 node_allocatable:
-  description: KEP-5517, C({claim_status, probe}) (the pod's status entry for the claim, the probe pod's request and outcome).
+  description:
+    - "KEP-5517, C({claim_status, probe, control}) (the pod's status entry for the claim; the probe and
+      control pods, each C({name, cpu_millis, outcome, message}): the CPU asked for, what the scheduler
+      decided, its words)."
   returned: when the pod ran claim-only
   type: dict
 claim:

@@ -8,8 +8,8 @@ wait) when there is a release, ``kubernetes.core.k8s_info`` until the driver's R
 gone (k8s/wait.py's polling source) (only after this run removed the release: slices of another installation are not this role's
 business, and are never touched), ``kubernetes.core.k8s`` to delete the namespace the collection
 created. What to remove and the report's words are module_utils/release/uninstall.py. What is
-installed comes from preflight (``installed``); without it the namespace and the other releases are
-read here and helm is asked all the same.
+installed is preflight's reading (``installed``), as for an install: the release action fails before
+these steps when it is missing or unreadable, and nothing here reads it again.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,8 +20,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import driver_field_selector
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight import installed as inst
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Installed
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.release import uninstall as plan
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.fact import DEFAULT_DRIVER
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
@@ -30,12 +31,10 @@ K8S_INFO = "kubernetes.core.k8s_info"
 K8S = "kubernetes.core.k8s"
 HELM = "kubernetes.core.helm"
 SLICE_POLL_SECONDS = 3
-NO_HELM = "not read (helm is not available yet in check mode)"
 
 
 class UninstallSteps(object):
-    """Needs the action's ``_checked(name, args, task_vars, what)``, ``_namespace(ns, auth,
-    task_vars)``, ``_fail(msg)`` and ``_task``."""
+    """Needs the action's ``_checked(name, args, task_vars, what)``, ``_fail(msg)`` and ``_task``."""
 
     if TYPE_CHECKING:  # what plugins/action/release.py's ActionModule provides
         _task: Any
@@ -43,41 +42,27 @@ class UninstallSteps(object):
         def _checked(self, name: str, args: ModuleParams, task_vars: Mapping[str, Any] | None,
                      what: str) -> dict[str, Any]: ...
 
-        def _namespace(self, ns: str, auth: ModuleParams,
-                       task_vars: Mapping[str, Any] | None) -> K8sObject | None: ...
-
         @staticmethod
         def _fail(msg: str) -> NoReturn: ...
 
-    def _uninstall(self, p: ModuleParams, auth: ModuleParams, helm_auth: ModuleParams,
+    def _uninstall(self, p: ModuleParams, installed: Installed, auth: ModuleParams, helm_auth: ModuleParams,
                    task_vars: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The uninstall of what preflight read is installed (``installed``, readable)."""
         check = bool(self._task.check_mode)
         name, ns, timeout = p["release_name"], p["namespace"], p["uninstall_timeout"]
-        installed = dict(p["installed"]) if (p["installed"] or {}).get("readable") else {}
-        if installed.get("namespace") is None:
-            installed["namespace"] = inst.namespace_state(ns, self._namespace(ns, auth, task_vars))
-            installed["release"] = None
-        if installed.get("other_releases") is None and installed["namespace"]["exists"]:
-            found = self._checked(K8S_INFO, dict(auth, api_version="v1", kind="Secret", namespace=ns,
-                                                 label_selectors=[inst.HELM_SELECTOR]), task_vars,
-                                  "cannot list the helm releases in namespace %s" % ns)
-            installed["other_releases"] = inst.other_releases(name, found.get("resources"))
         steps = plan.plan(installed, name, ns, p["owner_label"])
-        release = installed.get("release")
         changed = False
         if not steps["helm"]:
             action = "not installed"
-        elif check and release:
-            action, changed = "would uninstall revision %s" % release.get("revision"), True
-        elif check and (p["helm"] or {}).get("missing"):
-            action = NO_HELM
+        elif check:
+            action, changed = "would uninstall revision %s" % installed["release"].get("revision"), True
         else:
             done = self._checked(HELM, dict(helm_auth, release_state="absent", release_name=name, release_namespace=ns,
                                             wait=True, timeout="%ds" % timeout), task_vars,
                                  "cannot uninstall release %s" % name)
             changed = bool(done.get("changed"))
-            action = ("would uninstall" if check else "uninstalled") if changed else "not installed"
-            if changed and not check:
+            action = "uninstalled" if changed else "not installed"
+            if changed:
                 self._wait_slices_gone(auth, timeout, task_vars)
                 action += ", the driver's ResourceSlices gone"
         lines = [plan.release_line(name, ns, action)]
@@ -97,7 +82,7 @@ class UninstallSteps(object):
         k8s/wait.py's polling source); fails after ``timeout`` seconds naming their nodes."""
         def read() -> list[K8sObject]:
             found = self._checked(K8S_INFO, dict(auth, api_version="resource.k8s.io/v1", kind="ResourceSlice",
-                                                 field_selectors=["spec.driver=%s" % DEFAULT_DRIVER]), task_vars,
+                                                 field_selectors=[driver_field_selector(DEFAULT_DRIVER)]), task_vars,
                                   "cannot read the ResourceSlices of %s" % DEFAULT_DRIVER)
             return list(found.get("resources") or [])
 

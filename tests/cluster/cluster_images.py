@@ -120,12 +120,14 @@ def push_driver(dirs, registry):
     name is upstream's own v0.2.0 (build.sh real-node's `upstream` directory), laid out as its
     Dockerfile lays it out (/dracpu and /dracpu-gatherinfo, CMD /dracpu, no HOST_ROOT: the node's
     runc wrapper shows it the node's sysfs, cluster_node_hw.runc_cpu_args); every other name is the
-    project's driver (main: upstream main's releases cannot be had here): one layer with one file,
-    /dracpu, no entrypoint (the charts' args start with /dracpu), DRACPU_FLAVOR (which release's flags
-    and config the driver accepts) and HOST_ROOT (where it reads the node's fake sysfs, inside the
-    kubelet plugins directory every chart mounts; cluster_node_hw.py)."""
+    project's driver (main: upstream main's releases cannot be had here), laid out as upstream's
+    Dockerfile too (main's is v0.2.0's: the binary as /dracpu and /dracpu-gatherinfo, CMD /dracpu;
+    upstream main's e2e gatherinfo spec execs /dracpu-gatherinfo in the driver's pod), with
+    DRACPU_FLAVOR (which release's flags and config the driver accepts) and HOST_ROOT (where it reads
+    the node's fake sysfs, inside the kubelet plugins directory every chart mounts; cluster_node_hw.py)."""
     crane = os.path.join(dirs["crane"], "crane")
-    project = _one_file_layer(os.path.join(dirs["driver"], "dracpu"), "dracpu", p("real-nodes", "driver-layer.tar"))
+    binary = os.path.join(dirs["driver"], "dracpu")
+    project = files_layer([(binary, n) for n in UPSTREAM_DRIVER_FILES], p("real-nodes", "driver-layer.tar"))
     upstream = upstream_driver_layer(dirs["upstream"], p("real-nodes", "upstream-driver-layer.tar"))
     refs = []
     for path, tag, flavor in driver_images():
@@ -133,7 +135,7 @@ def push_driver(dirs, registry):
         if flavor == "v0.2":
             _push(crane, upstream, ref, "--cmd=/dracpu")
         else:
-            _push(crane, project, ref, f"--env=DRACPU_FLAVOR={flavor}", f"--env=HOST_ROOT={HOST_ROOT}")
+            _push(crane, project, ref, "--cmd=/dracpu", f"--env=DRACPU_FLAVOR={flavor}", f"--env=HOST_ROOT={HOST_ROOT}")
         refs.append(ref)
     return refs
 

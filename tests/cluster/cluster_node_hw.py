@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "sim"))
 
 import sim_topology  # noqa: E402
-from fake_sysfs import cpuinfo, write_tree  # noqa: E402
+from fake_sysfs import cpuinfo, pcie_roots, write_pcie_roots, write_tree  # noqa: E402
 
 from cluster_images import HOST_ROOT  # noqa: E402
 
@@ -166,9 +166,14 @@ def _mem_total_kib():
 def lay_out(node_dir, spec, sys_dir=SYS):
     """Writes the node's fake sysfs tree and cpuinfo; returns (topology, the run.sh mount lines). On
     machine hardware only the mount points: the real sysfs directories are bind-mounted at the
-    driver's $HOST_ROOT path (the kubelet and containerd read the real /sys and /proc/cpuinfo)."""
+    driver's $HOST_ROOT path (the kubelet and containerd read the real /sys and /proc/cpuinfo).
+    Either way $HOST_ROOT/sys/devices gets the machine's PCIe roots (the devices directory beside
+    sys_dir), each root's cpulistaffinity as the machine reports it: what upstream v0.2.0 reads from
+    its container's own /sys/devices (the runc wrapper overlays only system/{cpu,node}), so the project's
+    driver, which reads $HOST_ROOT/sys as upstream main does, sees the same roots."""
     topo = topology(spec, sys_dir)
     root = os.path.join(node_dir, "mnt/var/lib/kubelet", os.path.relpath(HOST_ROOT, "/var/lib/kubelet"))
+    write_pcie_roots(os.path.join(root, "sys"), pcie_roots(os.path.dirname(os.path.normpath(sys_dir))))
     if spec.get("hardware") == "machine":
         lines = ""
         for d in ("cpu", "node"):

@@ -1,7 +1,9 @@
 """A fake CPU/NUMA sysfs tree and /proc/cpuinfo for a simulated topology (pure Python, stdlib only).
 
 Owns: write_tree (root/sys/devices/system/{cpu,node} as Linux formats them, read by the test driver
-and a real kubelet's cAdvisor) and cpuinfo (one /proc/cpuinfo block per fake CPU).
+and a real kubelet's cAdvisor), cpuinfo (one /proc/cpuinfo block per fake CPU), and the PCIe roots
+(pcie_roots reads the machine's, write_pcie_roots lays out root/sys/devices/pciDDDD:BB/pci_bus/DDDD:BB/
+cpulistaffinity: what the driver reads with --expose-pcie-roots, upstream pkg/pcie/pciescan_amd64.go).
 Must not: decide the topology (sim_topology.py) nor mount anything (cluster_node_hw.py does).
 """
 from __future__ import annotations
@@ -24,6 +26,34 @@ CACHES = (  # index, level, type, size, shared by
     (2, 2, "Unified", "1024K", "core"),
     (3, 3, "Unified", "16384K", "socket"),
 )
+
+
+# the kernel's name of a PCI root bus device, "pci%04x:%02x" (upstream pkg/pcie IsPCIeRootName)
+PCIE_ROOT = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
+
+
+def pcie_roots(devices_dir: str = "/sys/devices") -> dict[str, str]:
+    """The machine's PCIe roots: name -> its bus's cpulistaffinity text (stripped); {} when none."""
+    out = {}
+    names = os.listdir(devices_dir) if os.path.isdir(devices_dir) else []
+    for name in sorted(n for n in names if PCIE_ROOT.match(n)):
+        bus = name[len("pci"):]
+        with open(os.path.join(devices_dir, name, "pci_bus", bus, "cpulistaffinity")) as f:
+            out[name] = f.read().strip()
+    return out
+
+
+def write_pcie_roots(sys_dir: str, roots: dict[str, str]) -> None:
+    """sys_dir/devices/<root>/pci_bus/<bus>/cpulistaffinity for each root; roots written before and
+    not in `roots` are removed."""
+    devices = os.path.join(sys_dir, "devices")
+    for name in (os.listdir(devices) if os.path.isdir(devices) else []):
+        if PCIE_ROOT.match(name) and name not in roots:
+            shutil.rmtree(os.path.join(devices, name))
+    for name, cpus in roots.items():
+        if not PCIE_ROOT.match(name):
+            raise ValueError(f"{name!r} is not a PCIe root name (pci%04x:%02x)")
+        _write(os.path.join(devices, name, "pci_bus", name[len("pci"):], "cpulistaffinity"), cpus)
 
 
 def cpulist(ids) -> str:

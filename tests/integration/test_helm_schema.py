@@ -117,6 +117,9 @@ def registry_has_this_fixture(cluster, new_helm, tmp_path):
             "different fixture files pushed it; restart the cluster from this checkout")
 
 
+FIT = "Fit helm to the chart's values schema"
+
+
 def _path_with(helm, tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
@@ -132,7 +135,8 @@ def test_old_helm_on_path_is_replaced_by_the_configured_version(cluster, old_hel
     r = run_playbook(cluster, "install", env=_path_with(old_helm, tmp_path), extra_vars={
         "dra_cpu_chart_version": "0.3.0", "dra_cpu_helm_cache_dir": str(cache)})
     assert r.rc == 0, r
-    choice = r.result("Map the settings onto the values of chart")["helm_choice"]
+    fitted = r.result(FIT)
+    choice = fitted["helm_choice"]
     assert choice["action"] == "download", choice
     why = choice["message"]
     assert why.startswith(f"helm {OLD_VERSION} on PATH is not used: the chart's values.schema.json "
@@ -140,8 +144,11 @@ def test_old_helm_on_path_is_replaced_by_the_configured_version(cluster, old_hel
     assert why.endswith(f"Downloading dra_cpu_helm_version {cluster.env['CLUSTER_HELM_VERSION']}."), why
     downloaded = cache / cluster.env["CLUSTER_HELM_VERSION"] / "linux-amd64" / "helm"
     assert downloaded.is_file()
-    now = r.result("Map the settings onto the values of chart")["helm"]
-    assert now["path"] == str(downloaded) and now["source"] == "download", now
+    assert fitted["path"] == str(downloaded) and fitted["source"] == "download", fitted
+    # the chart stage only pulled with the helm found; it downloads no helm of its own
+    assert "helm" not in r.result("Map the settings onto the values of chart")
+    report = r.result("Report")["msg"]
+    assert f"helm: {why}" in report and any(line.startswith("helm: downloaded") for line in report), report
     from kubernetes import client
     secrets = client.CoreV1Api(cluster.api_client).list_namespaced_secret(
         "dra-driver-cpu", label_selector="owner=helm,status=deployed").items
@@ -153,9 +160,9 @@ def test_check_mode_says_it_would_download(cluster, old_helm, tmp_path, registry
     r = run_playbook(cluster, "install", env=_path_with(old_helm, tmp_path), check=True, extra_vars={
         "dra_cpu_chart_version": "0.3.0", "dra_cpu_helm_cache_dir": str(cache)})
     assert r.rc == 0, r
-    choice = r.result("Map the settings onto the values of chart")["helm_choice"]
+    choice = r.result(FIT)["helm_choice"]
     assert choice["message"].startswith(f"helm {OLD_VERSION} on PATH is not used"), choice
-    assert r.result("Map the settings onto the values of chart")["helm"]["missing"] is True
+    assert r.result(FIT)["missing"] is True
     assert not list(cache.rglob("helm")), "check mode downloaded helm"
 
 
@@ -166,8 +173,9 @@ def test_old_helm_on_path_is_kept_for_a_chart_it_validates(cluster, old_helm, tm
     r = run_playbook(cluster, "install", env=_path_with(old_helm, tmp_path), extra_vars={
         "dra_cpu_chart_version": "0.2.0", "dra_cpu_helm_cache_dir": str(cache)})
     assert r.rc == 0, r
-    assert r.result("Map the settings onto the values of chart")["helm_choice"]["action"] == "use", r
-    assert "helm" not in r.result("Map the settings onto the values of chart"), r
+    # 0.2.0 needs no newer helm (no schema_requirements.min_helm): the fit is skipped, helm kept
+    assert r.result(FIT).get("skipped") is True, r
+    assert r.result("Find or download helm")["source"] == "path", r
     assert not list(cache.rglob("helm")), "helm was downloaded although the one on PATH fits"
     # back to the default chart for the tests after this one
     assert run_playbook(cluster, "install").rc == 0

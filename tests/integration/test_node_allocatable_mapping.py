@@ -135,7 +135,8 @@ def test_gate_on_verify_runs_kubevirts_claim_only_launcher_pod(cluster_on):
     hack/examples/pod_with_resource_claim_node_allocatable.yaml). The real 1.37.2 scheduler writes the pod's
     status.nodeAllocatableResourceClaimStatuses (its dynamicresources plugin, buildNodeAllocatableDRAInfo:
     resourceClaimName, containers, mapping cpu = the consumed dra.cpu/cpu) and counts the claim's CPUs:
-    a pod asking for what the node has left without them stays Unschedulable beside it."""
+    a pod asking for one CPU more than the node has left beside them stays Unschedulable for insufficient
+    CPU, and a control pod one CPU smaller is scheduled."""
     r = run_playbook(cluster_on, "install", extra_vars=ON)
     assert r.rc == 0, r
     v = run_playbook(cluster_on, "verify")
@@ -148,11 +149,12 @@ def test_gate_on_verify_runs_kubevirts_claim_only_launcher_pod(cluster_on):
     status = res["node_allocatable"]["claim_status"]
     assert status["resourceClaimName"] == "dra-cpu-verify-cpu" and status["containers"] == ["compute"], status
     assert [(m["name"], m["quantity"]) for m in status["mapping"]] == [("cpu", "6")], status
-    probe = res["node_allocatable"]["probe"]
-    assert probe["outcome"] == "unschedulable" and probe["cpu_millis"] > 6000, probe
+    probe, control = res["node_allocatable"]["probe"], res["node_allocatable"]["control"]
+    assert probe["outcome"] == "unschedulable" and "Insufficient cpu" in probe["message"], probe
+    assert control["outcome"] == "scheduled" and control["cpu_millis"] == probe["cpu_millis"] - 1000 > 0, control
     text = " ".join(str(line) for line in res["report"])
     assert "claim-only pod (KEP-5517): status.nodeAllocatableResourceClaimStatuses names claim dra-cpu-verify-cpu" in text
-    assert "stays Unschedulable beside it" in text, text
+    assert "stays Unschedulable (scheduler: " in text and "one CPU less, was scheduled" in text, text
 
 
 def test_gate_on_the_slices_carry_upstreams_mapping(cluster_on):

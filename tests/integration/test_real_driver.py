@@ -14,16 +14,22 @@ behaviour (docs/upstream.md, "What the driver publishes"), read from the real AP
   (NodePrepareResources), the container gets DRA_CPUSET_<claim uid> through CDI from containerd,
   the driver pins it to those CPUs through NRI and re-pins the shared containers without them
   (through the node's runc wrapper, which maps the fake CPU ids onto the machine's and logs them),
-  and deleting the pod unprepares it (the CDI spec goes).
+  and deleting the pod unprepares it (the CDI spec goes);
+- the driver answers /metrics on its health port with upstream main's allocation gauges, and its log's
+  operations (opID) run from "begin:" to "end:" as upstream's contextual-logging check requires;
+- with `dra_cpu_expose_pcie_roots` (DRAListTypeAttributes is on in the test cluster's 1.36) the devices whose CPUs are local
+  to one of the machine's PCIe roots carry resource.kubernetes.io/pcieRoot, the others none.
 Runs last, after the real-node binaries are built (`tests/cluster/build.sh real-node`; late_builds.py).
 """
 import glob
 import os
+import sys
 
 import pytest
 
 from ansible_run import run_playbook
-from real_nodes_lib import NODE, TAINT_KEY, apis, assert_rolled_out, runs_upstreams_binary, assert_pinned_through_nri, cdi_specs_naming, node_dir, remove_claim_pod, start_claim_pod, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
+from driver_observe_lib import gauges, http_get, operations
+from real_nodes_lib import NODE, TAINT_KEY, apis, assert_rolled_out, runs_upstreams_binary, assert_pinned_through_nri, cdi_specs_naming, cpuset_ids, node_dir, remove_claim_pod, start_claim_pod, only_real_node_schedulable as taint_simulated, real_slices, skip_marks, wait
 
 pytestmark = skip_marks() + [
     pytest.mark.timeout(900),
@@ -138,6 +144,78 @@ def test_a_claim_pod_starts_on_the_real_kubelet(mixed, installed):
     assert cdi_specs_naming(mixed, uid)   # containerd applied the driver's CDI spec (its env: start_claim_pod)
     assert_pinned_through_nri(mixed, name, cpuset, pid)
     remove_claim_pod(mixed, name, uid)
+
+
+def driver_pod_on_node(mixed):
+    core, _ = apis(mixed)
+    pods = [p for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={NODE}",
+            label_selector="app.kubernetes.io/name=dra-driver-cpu").items if p.status.phase == "Running"]
+    assert len(pods) == 1, [p.metadata.name for p in pods]
+    return pods[0]
+
+
+def test_the_project_driver_serves_metrics_and_logs_its_operations(mixed, installed):
+    """After a claim pod came and went (the test above): /metrics on the health port (chart healthzPort
+    8080, the pod's IP: hostNetwork) answers 200 with upstream main's allocation gauges, all 12 CPUs
+    accounted for and nothing allocated; the prepare and unprepare counters saw the claim; an unknown
+    path is 404. The log's operations follow upstream's logcheck rules, and there are some to check."""
+    core, _ = apis(mixed)
+    pod = driver_pod_on_node(mixed)
+    base = f"http://{pod.status.pod_ip}:8080"
+    status, text = http_get(base + "/metrics")
+    assert status == 200, text[-2000:]
+    g = gauges(text)
+    assert g["dra_cpu_allocated_cpus"] == 0 and g["dra_cpu_resource_claims_active"] == 0, g
+    assert g["dra_cpu_allocated_cpus"] + g["dra_cpu_available_cpus"] + g["dra_cpu_reserved_cpus"] == 12, g
+    assert 'dra_cpu_prepare_claims_total{result="success"} ' in text and "go_goroutines " in text
+    assert 'dra_cpu_prepare_claims_total{result="success"} 0\n' not in text, text[-3000:]
+    assert 'dra_cpu_unprepare_claims_total{result="success"} 0\n' not in text, text[-3000:]
+    assert http_get(base + "/nothing-here")[0] == 404
+    log = core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace)
+    ops, problems = operations(log)
+    assert problems == [], problems
+    firsts = [messages[0] for messages in ops.values()]
+    for op in ("begin: publishing resources", "begin: preparing resource claims",
+               "begin: unpreparing resource claims", "begin: CreateContainer", "begin: synchronize state with the runtime"):
+        assert op in firsts, (op, sorted(set(firsts)))
+
+
+def test_the_project_driver_publishes_the_machines_pcie_roots(mixed, installed):
+    """dra_cpu_expose_pcie_roots (args.exposePCIeRoots): each device gets the roots (the machine's, which lay_out copies into the
+    node's $HOST_ROOT/sys/devices, as upstream v0.2.0 reads them from its container's /sys) local to one
+    of its CPUs, as a list attribute; a device with none gets no attribute. Without the flag no device
+    has it (the default install). Reserved 10-11 keeps CPUs 0-5 in cpudevnuma000."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
+    from fake_sysfs import pcie_roots   # pylint: disable=import-outside-toplevel
+    roots = pcie_roots()
+    assert roots, "the machine has no PCIe root: nothing to prove here"
+    assert all("resource.kubernetes.io/pcieRoot" not in d["attributes"] for s in real_slices(mixed)
+               for d in s["spec"]["devices"])
+    # the driver on real01 only: node01's simulated driver (publish mode) has no PCIe root under its
+    # host root, so its pool would never carry the attribute the install waits for with the setting on
+    real_only = dict(EVERY_NODE["dra_cpu_chart_values"], nodeSelector={"kubernetes.io/hostname": NODE})
+    try:
+        r = run_playbook(mixed, "install", extra_vars=dict(
+            dra_cpu_chart_values=real_only, dra_cpu_reserved_cpus="10-11", dra_cpu_expose_pcie_roots=True))
+        assert r.rc == 0, r
+        assert_rolled_out(mixed)
+        cpus = {"cpudevnuma000": set(range(0, 6)), "cpudevnuma001": set(range(6, 10))}
+        want = {name: sorted(r for r, affinity in roots.items() if cpuset_ids(affinity) & ids)
+                for name, ids in cpus.items()}
+        def published():
+            devices = {d["name"]: d for s in real_slices(mixed) for d in s["spec"]["devices"]}
+            return {n: devices[n]["attributes"].get("resource.kubernetes.io/pcieRoot", {}).get("strings", [])
+                    for n in devices} == want and devices
+        devices = wait(f"slices with pcieRoot {want}", published, timeout=60)
+        for name, expected in want.items():
+            attr = devices[name]["attributes"].get("resource.kubernetes.io/pcieRoot")
+            assert (attr == {"strings": expected}) if expected else attr is None, (name, attr)
+        pod = driver_pod_on_node(mixed)
+        log = apis(mixed)[0].read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace)
+        assert f'"PCIe domains detected" count={len(roots)}' in log, log[-3000:]
+    finally:
+        r = run_playbook(mixed, "install", extra_vars=EVERY_NODE)
+        assert r.rc == 0, r
 
 
 @pytest.fixture

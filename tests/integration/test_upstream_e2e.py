@@ -1,5 +1,5 @@
 """Upstream's own e2e suite (dra-driver-cpu v0.2.0, test/e2e, compiled by tests/cluster/build.sh upstream)
-against a cluster this collection installed (issue 39 item 3).
+against a cluster this collection installed (issue 39 item 3; issue 46 item 5).
 
 real01 is one real kubelet (containerd v2.4.2, or CRI-O v1.36.3) whose CPU hardware is the machine's
 own (`hardware: machine`, cluster_node_hw.py). playbooks/install.yml installs the 0.2.0 chart the way
@@ -7,17 +7,23 @@ the suite expects upstream's own manifests (e2e_suite_test.go: DaemonSet `dracpu
 pods labelled `app=dracpu`, its first container's args carrying `--reserved-cpus`,
 `--cpu-device-mode`, `--group-by`): through the role's `dra_cpu_namespace` and `dra_cpu_chart_values`
 (`fullnameOverride: dracpu`, `podLabels: {app: dracpu}`), the registry's 0.2.0 chart (upstream's own
-release, chart_sources.py), reserved CPUs equal to `DRACPU_E2E_RESERVED_CPUS`, grouped mode, the
-chart's default image (upstream's v0.2.0 binary as upstream's Dockerfile lays it out,
-cluster_images.push_driver) and the suite's test image upstream's (UPSTREAM_TEST_IMAGE). `DRACPU_E2E_TARGET_NODE` names real01 (else the suite looks for kind's
-`node-role.kubernetes.io/worker` label).
+release, chart_sources.py), reserved CPUs equal to `DRACPU_E2E_RESERVED_CPUS`, grouped mode, PCIe roots
+exposed (`dra_cpu_expose_pcie_roots: true`, the chart's `args.exposePCIeRoots`), the chart's default
+image (upstream's v0.2.0 binary as upstream's Dockerfile lays it out, cluster_images.push_driver) and the
+suite's test image upstream's (UPSTREAM_TEST_IMAGE). `DRACPU_E2E_TARGET_NODE` names real01 (else the
+suite looks for kind's `node-role.kubernetes.io/worker` label).
 
-The specs of upstream_e2e_exclusions.EXCLUDED are skipped (--ginkgo.skip), each after its facts are
-checked here (test_every_exclusion_rests_on_facts_of_the_suite_and_this_machine); the others (RUN) must
-pass, the PCIe one may skip itself with its own message; the suite then succeeds, so its
-ReportAfterSuite "contextual logging" check runs over the driver's log, and must pass. The suite's
-output and JSON report are kept under $ARTIFACTS/upstream-e2e/<runtime>-<driver>/ (tests/output/
-when ARTIFACTS is unset). One cluster per runtime (module-scoped fixture), down after its tests.
+After each install, every exclusion of upstream_e2e_exclusions.EXCLUDED is checked against the suite's
+source, this machine and the installed release (upstream_e2e_facts.verdict: it stands while one of its
+reasons holds in full; every fact is written to exclusions.txt beside the suite's output), then those
+specs are skipped (--ginkgo.skip). Of the others (RUN) exactly `expected_passes` must pass: all of them,
+but the PCIe spec when its own skip is expected (the install does not ask for PCIe roots, or the machine
+has no PCIe root with CPUs affine to it; upstream's driver reads
+/sys/devices/pciDDDD:BB/pci_bus/DDDD:BB/cpulistaffinity, pkg/device/pciescan_amd64.go). The suite then
+succeeds, so its ReportAfterSuite "contextual logging" check runs over the driver's log: it must pass
+and must have examined at least one operation ("detected operations" count > 0). The suite's output
+and JSON report are kept under $ARTIFACTS/upstream-e2e/<runtime>-<driver>/ (tests/output/ when
+ARTIFACTS is unset). One cluster per runtime (module-scoped fixture), down after its tests.
 """
 import json
 import os
@@ -29,7 +35,9 @@ import pytest
 
 from ansible_run import run_playbook
 from real_nodes_lib import NODE, apis, cpuset_ids, wait
-from upstream_e2e_exclusions import EXCLUDED, PORT_BUGS, RUN
+from cluster_reset import RELEASE, helm
+from upstream_e2e_exclusions import EXCLUDED, PCIE, PORT_BUGS, RUN
+from upstream_e2e_facts import Installed, Machine, expected_passes, milli, operations_examined, verdict
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
@@ -39,7 +47,7 @@ from cluster_images import (PROJECT_E2E_DRIVER_IMAGE, UPSTREAM_TEST_IMAGE,  # no
 
 BUILD_SH = os.path.join(REPO, "tests", "cluster", "build.sh")
 RESERVED = "0"
-CHART_CPU_REQUEST_MILLI = 100   # the 0.2.0 chart's resources.requests.cpu (values.yaml)
+EXPOSE_PCIE_ROOTS = True   # what the install asks for (dra_cpu_expose_pcie_roots)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="real nodes need root (mount/UTS namespaces, cgroups)"),
@@ -106,6 +114,7 @@ def install(c, image=""):
         "dra_cpu_num_vcpu": cpus, "dra_cpu_num_numa_nodes": max(len(nodes), 1),
         "dra_cpu_namespace": "kube-system", "dra_cpu_chart_version": "0.2.0", "dra_cpu_image": image,
         "dra_cpu_reserved_cpus": RESERVED, "dra_cpu_cpu_device_mode": "grouped",
+        "dra_cpu_expose_pcie_roots": EXPOSE_PCIE_ROOTS,
         "dra_cpu_chart_values": {"fullnameOverride": "dracpu", "podLabels": {"app": "dracpu"}}})
     assert r.rc == 0, r.failure_messages()
     core, _ = apis(c)
@@ -117,9 +126,10 @@ def install(c, image=""):
 
 
 def run_suite(c, runtime, driver, also_skip=()):
-    """Runs the compiled suite, skipping EXCLUDED and also_skip; returns (exit code, the JSON report,
-    output dir)."""
+    """Checks the exclusions against this install (check_exclusions), runs the compiled suite skipping
+    EXCLUDED and also_skip; returns (exit code, the JSON report, output dir, the own skips expected)."""
     out = artifacts(f"{runtime}-{driver}" + ("-without-port-bugs" if also_skip else ""))
+    own_skips = check_exclusions(c, out)
     suite = os.path.join(build("upstream")[0], "e2e", "e2e.test")
     skip = "|".join(re.escape(s) for s in list(EXCLUDED) + list(also_skip))
     env = dict(os.environ, KUBECONFIG=c.kubeconfig, DRACPU_E2E_TEST_IMAGE=UPSTREAM_TEST_IMAGE,
@@ -131,35 +141,75 @@ def run_suite(c, runtime, driver, also_skip=()):
                            cwd=out, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=1100, check=False)
     with open(os.path.join(out, "report.json")) as f:
         [report] = json.load(f)
-    return r.returncode, report, out
+    return r.returncode, report, out, own_skips
 
 
 def spec_name(s):
     return " ".join(list(s.get("ContainerHierarchyTexts") or []) + [s.get("LeafNodeText", "")]).strip()
 
 
-def test_every_exclusion_rests_on_facts_of_the_suite_and_this_machine(e2e_node):
-    """Each excluded spec's facts hold (upstream_e2e_exclusions.py), so no exclusion hides a failure
-    caused here; and the RUN and EXCLUDED lists together are exactly the suite's specs (its dry run)."""
-    c, _ = e2e_node
-    src = upstream_module_dir()   # the suite's source
+def machine_pcie_roots():
+    """{root: its CPUs that are available here} of the machine's PCIe roots with such CPUs, read as
+    upstream's driver reads them (pkg/device/pciescan_amd64.go)."""
+    roots = {}
+    for name in sorted(os.listdir("/sys/devices")):
+        if not re.fullmatch(r"pci[0-9a-f]{4}:[0-9a-f]{2}", name):
+            continue
+        try:
+            with open(os.path.join("/sys/devices", name, "pci_bus", name[3:], "cpulistaffinity")) as f:
+                cpus = cpuset_ids(f.read().strip()) & available_cpus()
+        except OSError:
+            continue
+        if cpus:
+            roots[name] = cpus
+    return roots
+
+
+def observe(c):
+    """(Machine, Installed): this machine and node; the installed release's DaemonSet and values."""
+    from kubernetes import client   # pylint: disable=import-outside-toplevel
     core, _ = apis(c)
-    alloc = core.read_node(NODE).status.allocatable["cpu"]
-    alloc_milli = int(alloc[:-1]) if alloc.endswith("m") else int(alloc) * 1000
-    for spec, (why, facts) in EXCLUDED.items():
-        assert facts, f"{spec}: no fact for its reason {why!r}"
-        for fact in facts:
-            if fact[0] == "source":
-                with open(os.path.join(src, fact[1])) as f:
-                    assert re.search(fact[2], f.read()), f"{spec}: {fact[1]} no longer says {fact[2]!r} ({why})"
-            elif fact[0] == "available_cpus_below":
-                assert len(available_cpus()) < fact[1], f"{spec}: {len(available_cpus())} CPUs available ({why})"
-            elif fact[0] == "allocatable_millicpu_below":
-                assert alloc_milli - CHART_CPU_REQUEST_MILLI < fact[1], f"{spec}: allocatable {alloc} ({why})"
-            elif fact[0] == "cgroup_v1":
-                assert not cgroup_v2_at_root(), f"{spec}: /sys/fs/cgroup is cgroup2 here ({why})"
-            else:
-                raise AssertionError(f"{spec}: unknown fact {fact!r}")
+    machine = Machine(len(available_cpus()), cgroup_v2_at_root(),
+                      milli(core.read_node(NODE).status.allocatable["cpu"]))
+    ds = client.AppsV1Api(c.api_client).read_namespaced_daemon_set("dracpu", "kube-system")
+    container = ds.spec.template.spec.containers[0]
+    args = dict(a[2:].split("=", 1) if "=" in a else (a[2:], "") for a in container.args or [] if a.startswith("--"))
+    values = json.loads(helm(c, "get", "values", "--all", "-o", "json", "-n", "kube-system", RELEASE).stdout or "{}")
+    requests = (container.resources.requests or {}) if container.resources else {}
+    vargs = values.get("args") or {}
+    installed = Installed(milli(requests.get("cpu")),
+                          milli(((values.get("resources") or {}).get("requests") or {}).get("cpu")),
+                          args.get("group-by"), vargs.get("groupBy"), "expose-pcie-roots" in args,
+                          vargs.get("exposePCIeRoots"))
+    return machine, installed
+
+
+def check_exclusions(c, out):
+    """Every exclusion's facts against the suite's source, this machine and the installed release,
+    written to out/exclusions.txt; fails naming the exclusions no reason holds for. Returns what the
+    install and machine say of the PCIe spec's own skip (for expected_passes)."""
+    machine, installed = observe(c)
+    src = upstream_module_dir()
+    lines, unproven = [f"{machine}", f"{installed}"], []
+    for spec, reasons in EXCLUDED.items():
+        stands, said = verdict(spec, reasons, src, machine, installed)
+        lines += said
+        if not stands:
+            unproven.append(spec)
+    roots = machine_pcie_roots()
+    pcie = not (EXPOSE_PCIE_ROOTS and roots), (
+        f"the install asks for PCIe roots: {EXPOSE_PCIE_ROOTS} (installed --expose-pcie-roots: "
+        f"{installed.expose_pcie_roots}, values args.exposePCIeRoots: {installed.values_expose_pcie_roots}); "
+        f"the machine's PCIe roots with available CPUs: {roots or 'none'}")
+    lines.append(f"{PCIE}: {pcie[1]}")
+    with open(os.path.join(out, "exclusions.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    assert not unproven, "no reason holds for %s:\n%s" % (unproven, "\n".join(lines))
+    return {PCIE: pcie}
+
+
+def test_the_run_and_excluded_lists_are_the_suites_specs(e2e_node):
+    """The RUN and EXCLUDED lists together are exactly the suite's specs (its dry run)."""
     suite = os.path.join(build("upstream")[0], "e2e", "e2e.test")
     out = artifacts("dry-run")
     # no cluster for the dry run: with one, its ReportAfterSuite polls a minute for a kind worker node
@@ -178,27 +228,40 @@ def states_of(report):
             for s in report["SpecReports"] if s.get("LeafNodeType") == "It"}
 
 
-def assert_succeeded(rc, report, out, skipped=()):
-    """RUN passed (or skipped itself with its own message) but `skipped`, EXCLUDED and `skipped`
-    filtered out, the after-suite contextual-logging check passed, the suite succeeded."""
+def assert_succeeded(rc, report, out, own_skips, skipped=()):
+    """Exactly the expected number of RUN specs passed (expected_passes, less those of `skipped`, which
+    are filtered out), a RUN spec skipped itself only with its own message where that skip is expected,
+    EXCLUDED were skipped, the after-suite contextual-logging check passed having examined at least one
+    operation, the suite succeeded."""
     states = states_of(report)
-    for spec, own_skip in RUN.items():
+    run = {spec: own for spec, own in RUN.items() if spec not in skipped}
+    expected, why = expected_passes(run, own_skips)
+    with open(os.path.join(out, "expected.txt"), "w") as f:
+        f.write("%d specs must pass:\n%s\n" % (expected, "\n".join(why)))
+    for spec in skipped:
+        assert states.get(spec, ("missing",))[0] == "skipped", f"{spec}: {states.get(spec)}"
+    for spec, own_skip in run.items():
         state, msg = states.get(spec, ("missing", ""))
-        if spec in skipped:
-            assert state == "skipped", f"{spec}: {state}"
-            continue
-        assert state == "passed" or (own_skip and state == "skipped" and own_skip in msg), \
-            f"{spec}: {state} {msg} (see {out}/suite.log)"
+        allowed = own_skip and own_skips.get(spec, (False,))[0]
+        assert state == "passed" or (allowed and state == "skipped" and own_skip in msg), \
+            f"{spec}: {state} {msg} (see {out}/suite.log); {expected} must pass: {why}"
+    passed = sorted(spec for spec in run if states.get(spec, ("missing",))[0] == "passed")
+    assert len(passed) == expected, f"{len(passed)} passed, {expected} must: {why}; passed: {passed}"
     for spec in EXCLUDED:
         assert states.get(spec, ("missing",))[0] == "skipped", f"{spec}: {states.get(spec)}"
     after = [s for s in report["SpecReports"] if s.get("LeafNodeType") == "ReportAfterSuite"]
     assert [(s["LeafNodeText"], s["State"]) for s in after] == [("contextual logging", "passed")], after
+    examined = operations_examined(after[0].get("CapturedGinkgoWriterOutput") or "")
+    assert examined and examined > 0, \
+        f"the contextual-logging check examined {examined} operations (none: it proved nothing; see {out}/suite.log)"
     assert report["SuiteSucceeded"] and rc == 0, f"exit {rc}, see {out}/suite.log"
+    return expected, examined
 
 
 def test_upstream_e2e_suite_upstreams_driver(e2e_node):
-    """Upstream's v0.2.0 binary: the RUN specs pass (the PCIe one may skip itself), the EXCLUDED ones
-    are skipped by the filter, the suite succeeds and its after-suite contextual-logging check passes."""
+    """Upstream's v0.2.0 binary: exactly expected_passes RUN specs pass (six: PCIe roots asked for, the
+    machine has one), the EXCLUDED ones are skipped by the filter, the suite succeeds and its after-suite
+    contextual-logging check passes over at least one operation."""
     c, runtime = e2e_node
     install(c)   # the chart's default image: upstream's own
     assert_succeeded(*run_suite(c, runtime, "upstream"))
@@ -208,13 +271,13 @@ def test_upstream_e2e_suite_projects_driver(e2e_node):
     """The project's driver (main flavour) as the image of the 0.2.0 chart: the RUN specs as for
     upstream's binary but PORT_BUGS, each of which fails (a spec upstream's v0.2.0 passes and the port
     fails: a bug in the port, listed until fixed; one that passes must leave the list); then, with
-    PORT_BUGS filtered out too, the suite succeeds and its contextual-logging check passes. With no
-    PORT_BUGS the first run is that run."""
+    PORT_BUGS filtered out too, the suite succeeds and its contextual-logging check passes over at least
+    one operation. With no PORT_BUGS the first run is that run."""
     c, runtime = e2e_node
     install(c, PROJECT_E2E_DRIVER_IMAGE)
-    rc, report, out = run_suite(c, runtime, "project")
+    rc, report, out, own_skips = run_suite(c, runtime, "project")
     if not PORT_BUGS:
-        assert_succeeded(rc, report, out)
+        assert_succeeded(rc, report, out, own_skips)
         return
     states = states_of(report)
     for spec, why in PORT_BUGS.items():

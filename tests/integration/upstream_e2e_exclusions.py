@@ -1,62 +1,86 @@
 """The specs of upstream's e2e suite (dra-driver-cpu v0.2.0, test/e2e) that are not run here, each with
-its reason, and the facts each reason rests on; the one list of them (test_upstream_e2e.py passes it to
-the suite as --ginkgo.skip and checks every fact before it runs the suite).
+its reasons; the specs that run and when one may skip itself; the one list of them (test_upstream_e2e.py
+passes EXCLUDED to the suite as --ginkgo.skip after checking every fact, upstream_e2e_facts.py).
 
 Here is a one-real-node cluster whose CPU hardware is the machine's own (2 CPUs on the test machine),
-CPU 0 reserved, grouped by NUMA node, on cgroup v1 hierarchies (the real nodes need them). A spec is
-excluded only when one of these facts, read from the suite's own source or from this machine and
-cluster, means it cannot pass here whatever the driver does:
-- ("source", path, regex): the suite's source (path inside the module) says so (a CPU need, a skip
-  message, the cgroup v2 read);
+CPU 0 reserved, on cgroup v1 hierarchies (the real nodes need them), the driver installed in grouped mode
+with the chart's default `args.groupBy`. An exclusion lists its reasons; a reason is a list of facts that
+together prove the spec cannot pass here whatever the driver does. The exclusion stands while one reason
+holds in full; every fact of every reason is checked and reported. The kinds of fact:
+- ("spec", regex): the spec's own `It` body in the suite's source says so (found by the spec's full name);
+- ("setup", regex): the setup code of the containers enclosing the spec (their BeforeAll/BeforeEach/
+  JustBeforeEach, without their other specs) says so;
+- ("const", name, value): the e2e package's constant `name` is `value`;
+- ("tester", regex): upstream's dracputester (test/image/dracputester/app.go) says so;
 - ("available_cpus_below", n): the machine's online CPUs minus the reserved ones are fewer than n;
-- ("allocatable_millicpu_below", m): the node's allocatable CPU minus the chart's 100m request is
-  below m millicpus (the pods of the spec cannot all be scheduled);
-- ("cgroup_v1",): the host's /sys/fs/cgroup is not cgroup2, where upstream's dracputester reads
-  /sys/fs/cgroup/cpuset.cpus.effective only (test/image/dracputester/app.go).
-Every other spec runs and must pass (or skip itself with the message RUN names).
+- ("allocatable_after_driver_below", m): the node's allocatable CPU minus the installed driver's CPU
+  request (its DaemonSet's, beside the release's values) is below m millicpus;
+- ("group_by_is_not", value): the installed DaemonSet's `--group-by` (and the release's values'
+  `args.groupBy`) is not `value`;
+- ("cgroup_v1",): the host's /sys/fs/cgroup is not cgroup2.
 """
 
-# the dracputester's cgroup v2 read (every spec that reads a container's CPUs through it)
-TESTER_READS_CGROUP_V2 = [("source", "test/image/dracputester/app.go", r'cpusetFile\s*=\s*"cpuset\.cpus\.effective"'),
-                          ("cgroup_v1",)]
 _CA = "CPU Allocation when setting resource claims for exclusive CPU allocation "
-_CA_NEEDS_3 = [("source", "test/e2e/cpu_assignment_test.go", r"minCPUsAvailableForPodAllocation\s*=\s*3"),
-               ("source", "test/e2e/cpu_assignment_test.go",
-                r"exclusive allocation tests require at least %d cpus in the worker node"),
-               ("available_cpus_below", 3)]
-_SHARING = [("source", "test/e2e/sharing_test.go",
-             r"(?s)(v1\.ResourceCPU:\s+\*resource\.NewQuantity\(1, resource\.DecimalSI\).*){2}"),
-            ("allocatable_millicpu_below", 2000)]
+
+# the context "for exclusive CPU allocation" skips each of its specs below 3 available CPUs (JustBeforeEach)
+BELOW_3_CPUS = ("its context skips it below minCPUsAvailableForPodAllocation (3) available CPUs",
+                [("const", "minCPUsAvailableForPodAllocation", 3),
+                 ("setup", r"(?s)availableCPUs\.Size\(\) < minCPUsAvailableForPodAllocation \{\s*ginkgo\.Skip\("
+                           r"fmt\.Sprintf\(\"exclusive allocation tests require at least %d cpus in the worker node\""),
+                 ("available_cpus_below", 3)])
+
+
+def _tester(reads):
+    """The spec reads its pod's CPUs through upstream's dracputester (`reads`: its call), which reads
+    cgroup v2's cpuset.cpus.effective only; the host is cgroup v1."""
+    return ("it reads CPUs through upstream's dracputester, which reads cgroup v2 only, on a cgroup v1 host",
+            [("spec", reads), ("tester", r'cpusetFile\s*=\s*"cpuset\.cpus\.effective"'), ("cgroup_v1",)])
+
+
+# two CPU-exclusive 1-CPU pods or containers beside the driver: the node needs 2 CPUs after its request
+def _two_cpus(why, spec_regex):
+    return (why, [("spec", spec_regex), ("allocatable_after_driver_below", 2000)])
+
+
+_ONE_CPU_LIMIT = r"v1\.ResourceCPU:\s+\*resource\.NewQuantity\(1, resource\.DecimalSI\)"
 
 EXCLUDED = {
     _CA + "should allocate exclusive CPUs and remove from the shared pool":
-        ("skips itself below 3 available CPUs (its context's BeforeEach); reads CPUs through dracputester",
-         _CA_NEEDS_3 + TESTER_READS_CGROUP_V2),
+        [BELOW_3_CPUS, _tester(r"verifySharedPoolMatches\(ctx, fxt, shrPod1, ")],
     _CA + "should allocate non-overlapping CPUs for multiple requests in the same grouped claim":
-        ("skips itself below 3 available CPUs (its context's BeforeEach); reads CPUs through dracputester",
-         _CA_NEEDS_3 + TESTER_READS_CGROUP_V2),
+        [BELOW_3_CPUS, _tester(r"getTesterPodCPUAllocation\(fxt\.K8SClientset, ctx, createdPod\)")],
     _CA + "should allocate exclusive CPUs using opaque config for machine grouping mode":
-        ("skips itself below 3 available CPUs (its context's BeforeEach) and outside machine grouping",
-         _CA_NEEDS_3 + [("source", "test/e2e/cpu_assignment_test.go",
-                         r"this test only applies to grouped CPU device mode with machine grouping")]),
+        [BELOW_3_CPUS,
+         ("it skips itself unless the install groups by machine",
+          [("spec", r'if cpuDeviceMode != "grouped" \|\| groupBy != "machine" \{\s*ginkgo\.Skip\('
+                    r'"this test only applies to grouped CPU device mode with machine grouping"\)'),
+           ("group_by_is_not", "machine")]),
+         _tester(r"verifySharedPoolMatches\(ctx, fxt, shrPod1, ")],
     "Claim sharing when sharing a CPU claim should fail to run pods which share a claim":
-        ("two 1-CPU pods beside the driver's 100m: the second is never scheduled, so never fails to be created",
-         _SHARING),
+        [_two_cpus("its two pods from one 1-CPU template: the second is never scheduled beside the first and "
+                   "the driver, so it never fails to be created",
+                   r"(?s)Limits: v1\.ResourceList\{\s*" + _ONE_CPU_LIMIT + r".*CreateSync\(ctx, fxt\.K8SClientset, "
+                   r"&testPod\).*Pods\(testPod\.Namespace\)\.Create\(ctx, &testPod, ")],
     "Claim sharing when sharing a CPU claim should fail to run a pod with multiple containers which share a claim":
-        ("two 1-CPU containers in one pod beside the driver's 100m: the pod is never scheduled",
-         _SHARING),
+        [_two_cpus("its pod's two 1-CPU containers: the pod is never scheduled beside the driver",
+                   r"(?s)Name:\s+\"container-with-cpu-1\".*?" + _ONE_CPU_LIMIT
+                   + r".*?Name:\s+\"container-with-cpu-2\".*?" + _ONE_CPU_LIMIT)],
     "NRI Reconciliation on Restart should recover shared pool mask and preserve exclusive mask after restart":
-        ("a 2-CPU claim (one CPU is available here), read through dracputester",
-         [("source", "test/e2e/nri_reconciliation_test.go",
-           r"makeTesterPodWithExclusiveCPUClaim\([^)]*createdClaimTemplate\.Name, 2, targetNode\.Name\)"),
-          ("available_cpus_below", 2)] + TESTER_READS_CGROUP_V2),
+        [("its 2-CPU claim: one CPU is available here",
+          [("spec", r"makeTesterPodWithExclusiveCPUClaim\([^)]*createdClaimTemplate\.Name, 2, targetNode\.Name\)"),
+           ("available_cpus_below", 2)]),
+         _tester(r"getTesterPodCPUAllocation\(fxt\.K8SClientset, ctx, createdPod1\)")],
 }
 
-# the specs that run: each must pass, or skip itself with the given message (upstream's own skip)
+PCIE = "Resource Attributes should have valid PCIe root attributes when present"
+
+# the specs that run: each must pass, or may skip itself with the given message (upstream's own skip)
+# only where upstream_e2e_facts.expected_passes expects that skip (the PCIe spec: when the install does
+# not ask for PCIe roots, or the machine has no PCIe root with CPUs affine to it)
 RUN = {
     "Resource Attributes should have devices in ResourceSlices": None,
     "Resource Attributes should have correct base attributes on every device": None,
-    "Resource Attributes should have valid PCIe root attributes when present": "No PCIe roots reported on this system",
+    PCIE: "No PCIe roots reported on this system",
     "dra-driver-cpu HTTP health endpoints when the driver DaemonSet is deployed and running "
     "should return HTTP 200 from /healthz on each driver pod": None,
     "dra-driver-cpu HTTP health endpoints when the driver DaemonSet is deployed and running "

@@ -24,8 +24,11 @@ GENERATED = ("MANIFEST.json", "FILES.json")
 # and the manual's pages under docs/ (issue 38) 14 KiB more (244,830 bytes); docs/upstream.md, the upstream
 # facts the code relies on (issue 45 item 7), about 9 KiB more (259,488 bytes); issue 45's refactor (the wait
 # primitive, the client factory, the typed shapes and the reasoning moved from docstrings into
-# docs/internals.md) about 14 KiB more (273,259 bytes)
-MAX_BYTES = 272 * 1024
+# docs/internals.md) about 14 KiB more (273,259 bytes); issue 46's stricter checks (the KEP-5517 probe's
+# control pod, its words in the docs and docs/upstream.md's e2e facts) bring it to 279,917 bytes; with
+# issue 46's other items merged and verify's aligned mode (item 3: aligned.py, its docs and upstream facts,
+# about 9 KiB alone) it measured 297,382 bytes
+MAX_BYTES = 292 * 1024
 # Projects the documents may link to that are not this collection
 OTHER_PROJECTS = {
     "kubernetes-sigs/dra-driver-cpu", "kubernetes/kubernetes", "kubernetes/enhancements",

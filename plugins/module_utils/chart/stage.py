@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
 """The chart stage in one call, ``chart_result``: the chart got (``fetch.py``), read or taken from the
-cache, the settings mapped onto it (``layout.py``), whether the helm found validates its schema
-(``helm/schema.py``) and, when it does not, that helm replaced with the helm stage's own download
-options. The chart_layout module and its action plugin both call it.
+cache, the settings mapped onto it (``layout.py``) and what its values.schema.json needs from helm
+(``helm/schema.py`` ``schema_requirements``, which the helm stage fits its helm to). It pulls with the
+helm the helm stage found and finds none itself. The chart_layout module and its action plugin both
+call it.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -19,11 +20,7 @@ from typing import Any, cast
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import fetch as cf
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.chart import layout as cl
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common import chart_values as cv
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm import find as helm_find
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import (
-    helm_choice,
-    schema_requirements,
-)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import schema_requirements
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
@@ -51,14 +48,7 @@ def argument_spec() -> ArgumentSpec:
         helm=dict(type="str"),
         plain_http=dict(type="bool", default=False),
         ca_file=dict(type="path", default=""),
-        helm_version=dict(type="str", default=""),
-        helm_source=dict(type="str", default="path", choices=["path", "binary", "download"]),
-        helm_binary_configured=dict(type="str", default=""),
-        wanted_helm_version=dict(type="str", default=""),
         cache_dir=dict(type="path", default=""),
-        # helm_tool's download options (version, mirror, cache_dir, checksums, pinned_checksums,
-        # timeout): how to get wanted_helm_version when helm from PATH cannot validate the schema
-        helm_download=dict(type="dict"),
     )
 
 
@@ -151,18 +141,6 @@ def _entry(p: ModuleParams, run: Callable[..., tuple[int, str, str]],
         pulled.cleanup()
 
 
-def _choice(requirements: dict[str, Any] | None, p: dict[str, Any]) -> dict[str, Any]:
-    """helm_choice, and for a download the downloaded helm checked upfront (its version is known)."""
-    choice = helm_choice(requirements, p["helm_version"], p["helm_source"],
-                         binary=p["helm_binary_configured"], wanted_version=p["wanted_helm_version"])
-    if choice["action"] == "download":
-        after = helm_choice(requirements, p["wanted_helm_version"], "download",
-                            wanted_version=p["wanted_helm_version"])
-        if after["action"] == "fail":
-            return dict(after)
-    return choice
-
-
 def chart_result(params: ModuleParams, run: Callable[..., tuple[int, str, str]] = cf.run_subprocess,
                  check_mode: bool = False) -> dict[str, Any]:
     """The module's result for checked ``params`` (``failed`` + ``msg`` when it fails)."""
@@ -183,13 +161,11 @@ def chart_result(params: ModuleParams, run: Callable[..., tuple[int, str, str]] 
         requirements = entry["schema_requirements"]
         layout = cast(cl.ChartLayout, dict(entry["layout"], chart=cl.chart_label(metadata, p["chart"])))
     version = str(metadata.get("version") or p["chart_version"] or "")
-    choice = _choice(requirements, p)
     result = {
         "changed": False,
         "layout": layout,
         "version": version,
         "app_version": str(metadata.get("appVersion") or ""),
-        "helm_choice": choice,
         "source": where["source"],
         "digest": where["digest"],
         "cache": where["cache"],
@@ -201,42 +177,14 @@ def chart_result(params: ModuleParams, run: Callable[..., tuple[int, str, str]] 
     except cl.ChartLayoutError as exc:
         result.update(failed=True, msg=str(exc))
         return result
-    mapping = cl.report_line(layout)
-    # short: the release stage joins the image onto it, and the chart's reference is in the chart
-    # task's name already
-    lines = [cl.chart_line(version, layout)]
-    if choice["action"] == "download":
-        lines.append("helm: %s" % choice["message"])
-    if choice["warning"]:
-        lines.append("warning: %s" % choice["warning"])
-        result["warnings"] = [choice["warning"]]
     result.update(
         release_values=values,
         driver_shape=cv.driver_shape(values),
         node_selector=cl.node_placement(layout, p["chart_values"]),
         image=cl.image_of({"image": image_defaults}, metadata, values) if entry is not None else "",
-        mapping=mapping,
-        report=lines,
+        mapping=cl.report_line(layout),
+        # short: the release stage joins the image onto it, and the chart's reference is in the
+        # chart task's name already
+        report=[cl.chart_line(version, layout)],
     )
-    if choice["action"] == "fail":
-        result.update(failed=True, msg=choice["message"])
-    elif choice["action"] == "download" and p.get("helm_download") is not None:
-        replace_helm(result, p, check_mode)
     return result
-
-
-def replace_helm(result: dict[str, Any], p: dict[str, Any], check_mode: bool,
-                 tool: Callable[..., dict[str, Any]] | None = None) -> None:
-    """helm from PATH cannot validate the chart's schema: download ``wanted_helm_version`` (the helm
-    stage's own rules and checks, forced) into ``result["helm"]``, its lines onto the report."""
-    params = dict((key, spec.get("default")) for key, spec in helm_find.argument_spec().items())
-    params.update(dict((k, v) for k, v in p["helm_download"].items() if k in params and v is not None))
-    params.update(version=p["wanted_helm_version"] or params["version"], force_download=True, binary="")
-    tool = tool or (lambda q, check: helm_find.helm_tool(q, check, helm_find.subprocess_runner(q["timeout"])))
-    got = tool(params, check_mode)
-    if got.get("failed"):
-        result.update(failed=True, msg=got.get("msg") or "the helm download failed")
-        return
-    result["helm"] = got
-    result["changed"] = bool(got.get("changed"))
-    result["report"].extend(got.get("report") or [])

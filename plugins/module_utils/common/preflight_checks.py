@@ -17,6 +17,7 @@ CHECKS = (
     "feature_gate",
     "node_allocatable_gate",
     "list_attributes_gate",
+    "list_attributes_scheduler",
     "container_runtime",
     "cpu_manager_policy",
     "reserved_cpus",

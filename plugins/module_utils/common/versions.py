@@ -197,3 +197,18 @@ def is_semver(text: str) -> bool:
 def is_helm_version(text: str) -> bool:
     """True for a helm release tag ``vX.Y.Z``."""
     return bool(text) and isinstance(text, str) and bool(_HELM.match(text))
+
+
+# the first Kubernetes whose kube-scheduler gives its allocator ListTypeAttributes, so that matchAttribute
+# on a list attribute is a set intersection (pkg/scheduler/framework/plugins/dynamicresources/
+# dynamicresources.go AllocatorFeatures: absent in v1.36.3, present in v1.37.2)
+SCHEDULER_LIST_ATTRIBUTES_MIN = "1.37.0"
+
+
+def scheduler_matches_lists(version: dict[str, Any] | str) -> bool | None:
+    """Whether the kube-scheduler of this server version matches list attributes (None: unreadable)."""
+    try:
+        parsed = parse_kube_version(version)
+    except VersionError:
+        return None
+    return parsed.release >= parse_version(SCHEDULER_LIST_ATTRIBUTES_MIN).release

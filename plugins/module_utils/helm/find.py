@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: Apache-2.0
 """Which helm the role runs, the helm stage (``helm_tool``): ``dra_cpu_helm_binary``, else helm v3 >=
-3.13 on PATH, else ``dra_cpu_helm_version`` cached or downloaded (check mode: ``missing``); its
-result also says how it downloads (``download``) for the chart stage. helm runs through the
-``run``/``which`` it is given.
+3.13 on PATH, else ``dra_cpu_helm_version`` cached or downloaded (check mode: ``missing``). Given the
+chart's ``schema_requirements`` it also fits that helm to the chart (kept, replaced by the download,
+or refused: helm/schema.py ``fit_choice``), so no other stage finds or downloads helm. helm runs
+through the ``run``/``which`` it is given.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -22,6 +23,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.checksum i
     choose_checksum,
     merge_checksums,
 )
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.helm.schema import fit_choice
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.auth import ArgumentSpec
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 
@@ -45,6 +47,10 @@ def argument_spec() -> ArgumentSpec:
         pinned_checksums=dict(type="raw", default={}),
         force_download=dict(type="bool", default=False),
         timeout=dict(type="int", default=60),
+        # the chart stage's schema_requirements: fit the helm to the chart's values.schema.json
+        schema_requirements=dict(type="dict"),
+        # an earlier result of this module (the role's first call) to fit instead of finding helm again
+        found=dict(type="dict"),
     )
 
 
@@ -139,23 +145,45 @@ def _result(source: str, path: str, cmd: str, version: str, report: list[str], m
             "missing": missing, "report": report}
 
 
-# how the helm stage downloads: its result's ``download``, which the chart stage uses when the helm
-# found cannot validate the chart's schema (chart/stage.py replace_helm), so the options are given once
-DOWNLOAD_OPTIONS = ("version", "mirror", "cache_dir", "checksums", "pinned_checksums", "timeout")
+# what a result says about the helm itself (``found`` is read through these)
+HELM_KEYS = ("source", "path", "cmd", "version", "missing", "report")
 
 
 def helm_tool(params: ModuleParams, check_mode: bool, run: Runner, which: Callable[[str], str | None] = shutil.which,
               uname: Callable[[], Sequence[str]] = os.uname,
               opener: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """The module's result for validated ``params``: the helm found, and ``download``, how it
-    downloads one (DOWNLOAD_OPTIONS).
+    """The module's result for validated ``params``: the helm found (or ``found``, given), fitted to
+    ``schema_requirements`` when they are given (``_fit``).
 
     ``run(argv) -> (rc, stdout)`` runs a helm command, ``which(name)`` finds one on PATH,
     ``uname()`` gives the platform, ``opener`` replaces the download's HTTP opener (tests).
     """
-    result = _find(params, check_mode, run, which, uname, opener)
-    if not result.get("failed"):
-        result["download"] = dict((key, params.get(key)) for key in DOWNLOAD_OPTIONS)
+    found = params.get("found")
+    if found:
+        result = dict((key, found.get(key)) for key in HELM_KEYS)
+        result.update(changed=False, report=[str(line) for line in found.get("report") or []])
+    else:
+        result = _find(params, check_mode, run, which, uname, opener)
+    if result.get("failed") or params.get("schema_requirements") is None:
+        return result
+    return _fit(result, params, check_mode, uname, opener)
+
+
+def _fit(found: dict[str, Any], params: ModuleParams, check_mode: bool, uname: Callable[[], Sequence[str]],
+         opener: Callable[..., Any] | None) -> dict[str, Any]:
+    """``found`` kept, replaced by the download of ``version`` (helm from PATH only) or refused, as the
+    chart's values.schema.json needs; ``helm_choice`` says which, the report goes on from ``found``'s."""
+    choice = fit_choice(params["schema_requirements"], found, str(params.get("version") or ""))
+    report = list(found["report"])
+    if choice["action"] == "fail":
+        return {"failed": True, "msg": choice["message"], "helm_choice": choice, "report": report}
+    if choice["action"] == "use":
+        result = dict(found, helm_choice=choice)
+        if choice["warning"]:
+            result.update(report=report + ["warning: " + choice["warning"]], warnings=[choice["warning"]])
+        return result
+    result = _download(params, check_mode, report + ["helm: " + choice["message"]], uname, opener)
+    result["helm_choice"] = choice
     return result
 
 

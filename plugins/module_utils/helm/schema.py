@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Which helm validates a chart's values.schema.json (pure): ``schema_requirements`` (the constructs
 only a draft 2019-09/2020-12 validator reads right, and so ``SCHEMA_2020_HELM``) and ``helm_choice``
-(use the helm found, download ``dra_cpu_helm_version`` instead, or fail). The evidence for
+(use the helm found, download ``dra_cpu_helm_version`` instead, or fail) and ``fit_choice`` (that
+choice for the helm stage's result, a download checked upfront). The evidence for
 ``SCHEMA_2020_HELM``: docs/internals.md ("Why the settings and the chart values are as they are").
 """
 
@@ -192,3 +193,17 @@ def helm_choice(requirements: dict[str, Any] | None, helm_version: str, source: 
                              "or leave it empty so that the role downloads dra_cpu_helm_version."
                              % (binary, version, why, minimum))
     return result
+
+
+def fit_choice(requirements: dict[str, Any] | None, found: dict[str, Any], wanted_version: str) -> dict[str, Any]:
+    """``helm_choice`` for the helm stage's result ``found`` (source, version, path) and the download
+    of ``wanted_version``; a download that would itself be too old is refused before it is fetched."""
+    source = str(found.get("source") or "path")
+    choice = helm_choice(requirements, str(found.get("version") or ""), source,
+                         binary=str(found.get("path") or "") if source == "binary" else "",
+                         wanted_version=wanted_version)
+    if choice["action"] == "download":
+        after = helm_choice(requirements, wanted_version, "download", wanted_version=wanted_version)
+        if after["action"] == "fail":
+            return after
+    return choice

@@ -24,8 +24,14 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types impor
 # the query parameters of a request (``labelSelector``, ``tailLines``, ``watch``, ...)
 Query = Mapping[str, Union[str, int]]
 
-# the ResourceSlices of every driver (list and watch with ``fieldSelector=spec.driver=<driver>``)
+# the ResourceSlices of every driver (list and watch with ``fieldSelector``: driver_field_selector)
 RESOURCE_SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
+
+
+def driver_field_selector(driver: str) -> str:
+    """``spec.driver=<driver>``: the field selector of one driver's ResourceSlices (a list or watch of
+    RESOURCE_SLICES_PATH, kubernetes.core.k8s_info's ``field_selectors``)."""
+    return "spec.driver=%s" % driver
 
 
 class ClusterError(Exception):

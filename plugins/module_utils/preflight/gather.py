@@ -86,6 +86,7 @@ def _cluster_checks(api: RawApi, params: ModuleParams) -> tuple[str | None, list
         findings += node_allocatable.check_api_server(metrics, metrics_error)
     if params.get("expose_pcie_roots"):
         findings += list_attributes.check_api_server(metrics, metrics_error)
+        findings += list_attributes.check_scheduler(version)
     return version.get("gitVersion"), findings, node_allocatable.api_stage(metrics)
 
 

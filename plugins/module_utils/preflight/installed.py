@@ -22,8 +22,6 @@ from typing import Any, Optional, TypedDict
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import NamespaceState, ReleaseState
 
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
-
 RELEASE_SECRET_TYPE = "helm.sh/release.v1"
 GZIP_MAGIC = b"\x1f\x8b\x08"
 

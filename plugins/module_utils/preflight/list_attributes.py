@@ -13,10 +13,17 @@ from __future__ import absolute_import, annotations, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions import (
+    SCHEDULER_LIST_ATTRIBUTES_MIN as SCHEDULER_MIN,
+    parse_kube_version,
+    scheduler_matches_lists,
+)
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Finding
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import (
     ERROR,
     OK,
+    WARNING,
     finding,
     parse_feature_gates,
 )
@@ -32,6 +39,7 @@ BREAKS = ("without it the API server drops the list value of %s that the driver 
           "node's CPU devices are not published and no claim can match a CPU device's PCIe roots "
           "(matchAttribute)" % ATTRIBUTE)
 _OFF = "or install without PCIe roots (%s: false)" % VARIABLE
+SCHEDULER_CHECK = "list_attributes_scheduler"
 FIX = ("start kube-apiserver and kube-scheduler with --feature-gates=%s=true (alpha, off by default in "
        "Kubernetes 1.36), %s" % (GATE, _OFF))
 
@@ -63,3 +71,21 @@ def check_api_server(metrics_text: str | None, error: str | None = None) -> list
         CHECK, ERROR,
         "%s: true, but %s is disabled on the API server (%s): %s" % (VARIABLE, GATE, stage, BREAKS),
         observed="disabled (%s)" % stage, required=REQUIRED, fix=FIX)]
+
+
+def check_scheduler(version: str | K8sObject) -> list[Finding]:
+    """Kubernetes 1.36's kube-scheduler does not pass ``ListTypeAttributes`` to its allocator, so it compares a
+    list attribute as one value: a claim that aligns a CPU device with another device on
+    ``resource.kubernetes.io/pcieRoot`` (VEP 300) is never allocated there. Claims without that
+    constraint (KubeVirt's CPUsWithDRA) are not affected, so this is a warning."""
+    if scheduler_matches_lists(version) is not False:
+        return []   # server_version reports a version that cannot be read
+    seen = "%d.%d.%d" % parse_kube_version(version).release
+    return [finding(
+        SCHEDULER_CHECK, WARNING,
+        "%s: true on Kubernetes %s: its kube-scheduler compares the list attribute %s as one value (its "
+        "allocator is not given ListTypeAttributes), so a claim that aligns CPUs with a device on the PCIe "
+        "root (matchAttribute, VEP 300) is not allocated; claims without that constraint are not affected"
+        % (VARIABLE, seen, ATTRIBUTE),
+        observed=seen, required=">= %s for claims aligned on %s" % (SCHEDULER_MIN, ATTRIBUTE),
+        fix="use Kubernetes %s or newer for PCIe-aligned claims" % SCHEDULER_MIN)]

@@ -11,6 +11,8 @@ __metaclass__ = type
 
 from typing import Any
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Installed
+
 
 def namespace_owned(namespace: dict[str, Any], owner_label: dict[str, Any]) -> bool:
     """Whether the namespace (``installed.namespace_state``'s shape) exists and carries every label of
@@ -20,15 +22,15 @@ def namespace_owned(namespace: dict[str, Any], owner_label: dict[str, Any]) -> b
         labels.get(k) == v for k, v in owner_label.items())
 
 
-def plan(installed: dict[str, Any], release_name: str, namespace: str, owner_label: dict[str, Any]) -> dict[str, Any]:
+def plan(installed: Installed, release_name: str, namespace: str, owner_label: dict[str, Any]) -> dict[str, Any]:
     """The uninstall's steps: ``{helm, delete_namespace, namespace_line}``.
 
-    ``installed``: ``{namespace, release, other_releases}`` as preflight read them (``release`` None:
-    not read, so helm is asked all the same). ``helm``: uninstall the release through helm (there is
-    one, or it is not known); ``delete_namespace``: the namespace goes; ``namespace_line``: the report's
-    line for a namespace that stays (None when it goes or is not there).
+    ``installed``: ``{namespace, release, other_releases}`` as preflight read them (the one reading;
+    the release stage fails before this when it could not). ``helm``: uninstall the release through
+    helm (there is one); ``delete_namespace``: the namespace goes; ``namespace_line``: the report's line
+    for a namespace that stays (None when it goes or is not there).
     """
-    ns = installed.get("namespace") or {}
+    ns: dict[str, Any] = dict(installed.get("namespace") or {})
     release = installed.get("release")
     others = [r for r in installed.get("other_releases") or [] if r != release_name]
     owned = namespace_owned(ns, owner_label)
@@ -41,7 +43,7 @@ def plan(installed: dict[str, Any], release_name: str, namespace: str, owner_lab
     elif others:
         line = ("namespace %s: left in place, created by this collection but it also holds helm release(s) %s"
                 % (namespace, ", ".join(others)))
-    return {"helm": release is None or bool(release), "delete_namespace": owned and not others,
+    return {"helm": bool(release), "delete_namespace": owned and not others,
             "namespace_line": line}
 
 

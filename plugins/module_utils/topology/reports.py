@@ -19,7 +19,12 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.driver
     list_driver_pods,
     pod_node,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import RESOURCE_SLICES_PATH, KubeRequestError, RawApi
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import (
+    RESOURCE_SLICES_PATH,
+    KubeRequestError,
+    RawApi,
+    driver_field_selector,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject, ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import ClusterTopology, NodeTopology, TopologyFact
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pod_diagnostics import PendingEntry, PodState, pod_state
@@ -65,7 +70,7 @@ def failure_report(api: RawApi, driver: str, namespace: str, selectors: list[str
     """The failure report: the message and what the wait saw, plus a fresh read of the driver's
     slices and pods (one list each)."""
     slices, slices_error = _read("the ResourceSlices", lambda: api.get_json(
-        RESOURCE_SLICES_PATH, {"fieldSelector": "spec.driver=%s" % driver}).get("items") or [])
+        RESOURCE_SLICES_PATH, {"fieldSelector": driver_field_selector(driver)}).get("items") or [])
     pods, pods_error = _read("the driver pods", lambda: list_driver_pods(api, namespace, selectors))
     report: FailureReport = {
         "message": message,

@@ -24,6 +24,7 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
     RESOURCE_SLICES_PATH,
     KubeRequestError,
     RawApi,
+    driver_field_selector,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import (
@@ -119,7 +120,7 @@ class SliceWaiter(object):
         self.node_facts: dict[str, NodeTopology] = {}
 
     def _source(self) -> WatchSource:
-        return WatchSource(self.api, RESOURCE_SLICES_PATH, {"fieldSelector": "spec.driver=%s" % self.driver})
+        return WatchSource(self.api, RESOURCE_SLICES_PATH, {"fieldSelector": driver_field_selector(self.driver)})
 
     # ------------------------------------------------------------------ the predicate
 

@@ -81,30 +81,29 @@ def blank(value: Any) -> bool:
 
 
 def choice(params: dict[str, Any], name: str, default: str, choices: tuple[str, ...], what: str,
-           settings: dict[str, Any], errors: list[str]) -> None:
-    """A case-insensitive choice; blank means ``default``. Records the value or an error."""
+           errors: list[str]) -> str:
+    """A case-insensitive choice; blank means ``default``. Returns the value (an error recorded)."""
     raw = params.get(name)
     value = default if blank(raw) else str(raw).strip().lower()
     if value not in choices:
         errors.append(err(name, raw, "is not %s" % what, " or ".join(choices)))
-    settings[name] = value
+    return value
 
 
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0", "")
 
 
-def boolean(params: dict[str, Any], name: str, settings: dict[str, Any], errors: list[str]) -> None:
+def boolean(params: dict[str, Any], name: str, errors: list[str]) -> bool:
     """A boolean (a bool, or a string of one as an environment variable brings it; blank: false).
-    Records the value or an error."""
+    Returns the value (an error recorded)."""
     raw = params.get(name)
     if isinstance(raw, bool) or raw is None:
-        settings[name] = bool(raw)
-        return
+        return bool(raw)
     text = str(raw).strip().lower()
     if text not in _TRUE + _FALSE:
         errors.append(err(name, raw, "is not a boolean", "true or false"))
-    settings[name] = text in _TRUE
+    return text in _TRUE
 
 
 def format_duration(seconds: int) -> str:

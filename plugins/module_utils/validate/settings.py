@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import os
 import re
-from typing import Any, cast
+from typing import Any
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.cpuset import (
     EXAMPLE as CPUSET_EXAMPLE,
@@ -63,7 +63,7 @@ GROUP_BY_ACCEPTED = ("one of %s (dra_cpu_group_by or DRA_CPU_GROUP_BY), or empty
                      % ", ".join(CLAIMABLE_GROUP_BY))
 
 
-def _check_driver(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> list[int]:
+def _check_driver(p: ModuleParams, settings: Settings, errors: list[str]) -> list[int]:
     """reserved_cpus, group_by, cpu_device_mode. Returns the reserved CPU ids."""
     raw = p.get("reserved_cpus")
     reserved = []
@@ -81,15 +81,15 @@ def _check_driver(p: ModuleParams, settings: dict[str, Any], errors: list[str]) 
         errors.append(err("group_by", raw, "is not a grouping", GROUP_BY_ACCEPTED))
     settings["group_by"] = group_by
 
-    choice(p, "cpu_device_mode", "grouped", MODES, "a device mode", settings, errors)
+    settings["cpu_device_mode"] = choice(p, "cpu_device_mode", "grouped", MODES, "a device mode", errors)
     # KEP-5517: driverConfig.publishNodeAllocatableResourceMapping (chart stage); the gate: preflight
-    boolean(p, "node_allocatable_mapping", settings, errors)
+    settings["node_allocatable_mapping"] = boolean(p, "node_allocatable_mapping", errors)
     # args.exposePCIeRoots (chart stage); the DRAListTypeAttributes gate: preflight
-    boolean(p, "expose_pcie_roots", settings, errors)
+    settings["expose_pcie_roots"] = boolean(p, "expose_pcie_roots", errors)
     return reserved
 
 
-def _check_claimable(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
+def _check_claimable(p: ModuleParams, settings: Settings, errors: list[str]) -> None:
     """An install (state present) whose grouping serves no KubeVirt claim is refused, through
     ``group_by`` (dra_cpu_group_by, DRA_CPU_GROUP_BY) or a ``groupBy`` in ``chart_values`` (which
     the values merge last). Uninstalling is not refused: it removes such a release."""
@@ -106,26 +106,24 @@ def _check_claimable(p: ModuleParams, settings: dict[str, Any], errors: list[str
             VARIABLES["chart_values"], ", ".join(keys), UNCLAIMABLE_GROUP_BY_REASON, " or ".join(CLAIMABLE_GROUP_BY)))
 
 
-# the boolean settings a key of chart_values must not contradict: (setting, section, key)
-_GATED_VALUES = (("node_allocatable_mapping", cv.DRIVER_CONFIG, MAPPING_KEY),
-                 ("expose_pcie_roots", cv.ARGS, cv.PCIE_ROOTS_KEY))
-
-
-def _check_mapping_values(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
+def _check_mapping_values(p: ModuleParams, settings: Settings, errors: list[str]) -> None:
     """A ``driverConfig.publishNodeAllocatableResourceMapping`` or ``args.exposePCIeRoots`` in
     ``chart_values`` (merged last) must say what ``node_allocatable_mapping`` / ``expose_pcie_roots``
     says: preflight and topology act on the setting."""
-    for setting, name, key in _GATED_VALUES:
+    # the boolean settings a key of chart_values must not contradict: (setting, its value, section, key)
+    gated = (("node_allocatable_mapping", settings.get("node_allocatable_mapping"), cv.DRIVER_CONFIG, MAPPING_KEY),
+             ("expose_pcie_roots", settings.get("expose_pcie_roots"), cv.ARGS, cv.PCIE_ROOTS_KEY))
+    for setting, value, name, key in gated:
         section = (settings.get("chart_values") or {}).get(name)
         if not isinstance(section, dict) or key not in section:
             continue
-        if section[key] is not settings[setting]:
+        if section[key] is not value:
             errors.append("%s: %s.%s: %s disagrees with %s: %s; expected it set through %s only" % (
                 VARIABLES["chart_values"], name, key, show(section[key]),
                 VARIABLES[setting], show(p.get(setting)), VARIABLES[setting]))
 
 
-def _check_chart_and_release(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
+def _check_chart_and_release(p: ModuleParams, settings: Settings, errors: list[str]) -> None:
     """chart, chart_version, namespace, release_name."""
     raw = p.get("chart")
     if raw is not None:
@@ -142,21 +140,30 @@ def _check_chart_and_release(p: ModuleParams, settings: dict[str, Any], errors: 
                           "a chart version like 0.3.0, or empty for the newest"))
     settings["chart_version"] = version
 
-    for option, limit in (("namespace", NAMESPACE_MAX), ("release_name", RELEASE_MAX)):
-        raw = p.get(option)
-        if raw is None:
-            continue
-        text = raw if isinstance(raw, str) else str(raw)
-        if not DNS1123_LABEL.match(text) or len(text) > limit:
-            reason = ("is longer than %d characters" % limit if DNS1123_LABEL.match(text)
-                      else "is not a DNS-1123 label")
-            errors.append(err(option, raw, reason,
-                              "lower-case letters, digits and '-', starting and ending with a letter "
-                              "or digit, at most %d characters" % limit))
-        settings[option] = text
+    namespace = _dns_label(p, "namespace", NAMESPACE_MAX, errors)
+    if namespace is not None:
+        settings["namespace"] = namespace
+    release_name = _dns_label(p, "release_name", RELEASE_MAX, errors)
+    if release_name is not None:
+        settings["release_name"] = release_name
 
 
-def _check_timeouts(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
+def _dns_label(p: ModuleParams, option: str, limit: int, errors: list[str]) -> str | None:
+    """Option ``option`` as a DNS-1123 label of at most ``limit`` characters (None: not given)."""
+    raw = p.get(option)
+    if raw is None:
+        return None
+    text = raw if isinstance(raw, str) else str(raw)
+    if not DNS1123_LABEL.match(text) or len(text) > limit:
+        reason = ("is longer than %d characters" % limit if DNS1123_LABEL.match(text)
+                  else "is not a DNS-1123 label")
+        errors.append(err(option, raw, reason,
+                          "lower-case letters, digits and '-', starting and ending with a letter "
+                          "or digit, at most %d characters" % limit))
+    return text
+
+
+def _check_timeouts(p: ModuleParams, settings: Settings, errors: list[str]) -> None:
     """helm_timeout (seconds or a Go duration), topology/uninstall timeouts (positive)."""
     raw = p.get("helm_timeout")
     if raw is not None:
@@ -180,7 +187,7 @@ def _check_timeouts(p: ModuleParams, settings: dict[str, Any], errors: list[str]
             errors.append(err(option, raw, str(exc), "a positive number of seconds"))
 
 
-def _check_helm(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
+def _check_helm(p: ModuleParams, settings: Settings, errors: list[str]) -> None:
     """helm_version, helm_mirror (+ allow_http), helm_binary."""
     raw = p.get("helm_version")
     if not blank(raw):
@@ -226,7 +233,7 @@ def _check_helm(p: ModuleParams, settings: dict[str, Any], errors: list[str]) ->
         settings["report_dir"] = path
 
 
-def _check_sizing(p: ModuleParams, reserved: list[int], settings: dict[str, Any], errors: list[str]) -> None:
+def _check_sizing(p: ModuleParams, reserved: list[int], settings: Settings, errors: list[str]) -> None:
     """num_vcpu / num_numa_nodes (environment fallbacks, '' = unknown) against each other and
     against the reserved CPUs; min_cell_cpus."""
     num_vcpu = optional_positive_int("num_vcpu", p.get("num_vcpu"), errors)
@@ -265,7 +272,7 @@ def _check_sizing(p: ModuleParams, reserved: list[int], settings: dict[str, Any]
             errors.append(err("min_cell_cpus", raw, str(exc), "a number of CPUs, 0 to disable the check"))
 
 
-def _check_values_and_preflight(p: ModuleParams, settings: dict[str, Any], errors: list[str]) -> None:
+def _check_values_and_preflight(p: ModuleParams, settings: Settings, errors: list[str]) -> None:
     """chart_values (a mapping), preflight_ignore (known check names), state."""
     raw = p.get("chart_values")
     if raw is None:
@@ -292,14 +299,14 @@ def _check_values_and_preflight(p: ModuleParams, settings: dict[str, Any], error
                               "check names among %s" % ", ".join(CHECKS)))
         settings["preflight_ignore"] = [x for x in ignore if x in CHECKS]
 
-    choice(p, "state", "present", STATES, "a state", settings, errors)
+    settings["state"] = choice(p, "state", "present", STATES, "a state", errors)
 
 
 def validate_inputs(params: ModuleParams | None) -> tuple[Settings, list[str]]:
     """``(settings, errors)`` for the ``validate`` options: the normalised values (meaningful only
     when ``errors`` is empty) and one message per bad variable, in the order of the checks."""
     errors: list[str] = []
-    settings: dict[str, Any] = {}
+    settings: Settings = {}
     p = dict(params or {})
     reserved = _check_driver(p, settings, errors)
     _check_chart_and_release(p, settings, errors)
@@ -311,7 +318,7 @@ def validate_inputs(params: ModuleParams | None) -> tuple[Settings, list[str]]:
     _check_mapping_values(p, settings, errors)
     # kubeconfig / context: checked locally so that a typo fails here, naming the variable
     errors.extend(check_kubeconfig(p.get("kubeconfig"), p.get("context")))
-    return cast(Settings, settings), errors
+    return settings, errors
 
 
 def argument_spec() -> ArgumentSpec:

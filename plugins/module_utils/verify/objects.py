@@ -3,7 +3,7 @@
 """verify's test objects through the API: their paths, get, delete and the wait until they are gone.
 
 Owns the claim ``<vmi>-cpu``, the launcher pod ``virt-launcher-<vmi>`` and, on the KEP-5517 path, the probe
-pod (``node_allocatable.py``): pods are deleted before the claim, each deletion waited for, and the
+and control pods (``node_allocatable.py``): pods are deleted before the claim, each deletion waited for, and the
 problems returned instead of raised (the caller deletes in a ``finally`` path); the waits are k8s/wait.py's.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client import KubeRequestError, RawApi
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import claim_name, pod_name
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.node_allocatable import probe_name
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.node_allocatable import control_name, probe_name
 
 
 class Objects(object):
@@ -35,6 +35,8 @@ class Objects(object):
         self.claim = "%s/%s" % (self.claims, quote(self.claim_name, safe=""))
         self.pod = "%s/%s" % (self.pods, quote(self.pod_name, safe=""))
         self.probe = "%s/%s" % (self.pods, quote(self.probe_name, safe=""))
+        self.control_name = control_name(vmi)
+        self.control = "%s/%s" % (self.pods, quote(self.control_name, safe=""))
         self.events = "/api/v1/namespaces/%s/events" % ns
 
     def get(self, path: str) -> dict[str, Any] | None:
@@ -52,7 +54,7 @@ class Objects(object):
         then refuses the next claim of the same name ("old ResourceClaim with same name ... still exists
         (previous pod force-deleted?!)", seen on the real node)."""
         problems = []
-        for path in paths or (self.probe, self.pod, self.claim):
+        for path in paths or (self.control, self.probe, self.pod, self.claim):
             try:
                 self.api.send_json("DELETE", path)
             except KubeRequestError as exc:
@@ -65,9 +67,10 @@ class Objects(object):
                 problems.append("%s still there %ds after its deletion" % (path, timeout))
         return problems
 
-    def pod_events(self, uid: str | None = None) -> list[dict[str, Any]]:
-        """The events of this run's launcher pod (``uid``), not of an earlier pod of the same name."""
-        selector = "involvedObject.name=%s,involvedObject.kind=Pod" % self.pod_name
+    def pod_events(self, uid: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+        """The events of this run's launcher pod (or pod ``name``) of ``uid``, not of an earlier pod of the
+        same name."""
+        selector = "involvedObject.name=%s,involvedObject.kind=Pod" % (name or self.pod_name)
         if uid:
             selector += ",involvedObject.uid=%s" % uid
         query = {"fieldSelector": selector}

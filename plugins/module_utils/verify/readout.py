@@ -174,11 +174,11 @@ def parse_metadata(text: str) -> Metadata:
     return out
 
 
-def allocated_devices(claim: K8sObject) -> list[K8sObject]:
-    """The claim's allocation results of request ``cpu``."""
+def allocated_devices(claim: K8sObject, request: str = REQUEST) -> list[K8sObject]:
+    """The claim's allocation results of ``request`` (``cpu``)."""
     allocation = ((claim or {}).get("status") or {}).get("allocation") or {}
     return [r for r in ((allocation.get("devices") or {}).get("results") or [])
-            if isinstance(r, dict) and r.get("request") == REQUEST]
+            if isinstance(r, dict) and r.get("request") == request]
 
 
 def dra_cpuset(env_text: str, uid: str) -> tuple[str | None, list[str]]:

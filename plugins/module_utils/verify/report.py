@@ -24,12 +24,18 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.pcie_r
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology.types import TopologyFact
 
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.aligned import AlignedProof
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.manifests import (
     CONTAINER,
     DEVICE_CLASS,
     QOS_ONLY_CPU,
 )
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.node_allocatable import NodeAllocatableCheck, Probe
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.node_allocatable import (
+    SCHEDULED,
+    UNSCHEDULABLE,
+    NodeAllocatableCheck,
+    Probe,
+)
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.readout import Readout
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.sizing import VmSizing
 
@@ -76,6 +82,7 @@ class VerifyResult(TypedDict, total=False):
     pinned: dict[str, Any]  # verify/pinned.py's result
     log: Optional[str]
     node_allocatable: NodeAllocatableCheck
+    aligned: AlignedProof
     cleanup: List[str]
 
 
@@ -159,8 +166,13 @@ def readout_lines(readout: Readout, metadata_file: str, pinned: dict[str, Any] |
     return lines
 
 
-def node_allocatable_lines(status: K8sObject | None, probe: Probe, cpus: int) -> list[str]:
-    """KEP-5517: the pod's claim status and the probe pod's outcome."""
+def _pod_outcome(pod: Probe) -> str:
+    said = " (scheduler: %s)" % pod["message"] if pod.get("message") else ""
+    return "(%dm CPU): %s%s" % (pod.get("cpu_millis") or 0, pod.get("outcome") or "undecided", said)
+
+
+def node_allocatable_lines(status: K8sObject | None, probe: Probe, control: Probe, cpus: int) -> list[str]:
+    """KEP-5517: the pod's claim status, the probe pod's and the control pod's outcomes."""
     if status is None:
         first = "claim-only pod (KEP-5517): no nodeAllocatableResourceClaimStatuses entry for its claim"
     else:
@@ -168,13 +180,19 @@ def node_allocatable_lines(status: K8sObject | None, probe: Probe, cpus: int) ->
         first = ("claim-only pod (KEP-5517): status.nodeAllocatableResourceClaimStatuses names claim %s, "
                  "containers %s, mapping %s" % (status.get("resourceClaimName"), ", ".join(status.get("containers") or []),
                                                 mapped or "none"))
-    outcome = probe.get("outcome")
-    if outcome == "unschedulable":
-        second = ("the claim's %d CPUs are accounted: a pod asking for %dm CPU, which fits the node when the claim is "
-                  "not counted, stays Unschedulable beside it" % (cpus, probe.get("cpu_millis") or 0))
+    lines = [first]
+    if probe.get("outcome") == UNSCHEDULABLE:
+        lines.append("the claim's %d CPUs are accounted: a pod asking for %dm CPU, one CPU more than the node has "
+                     "left beside the claim, stays Unschedulable (scheduler: %s)"
+                     % (cpus, probe.get("cpu_millis") or 0, probe.get("message")))
     else:
-        second = "accounting probe (%dm CPU): %s" % (probe.get("cpu_millis") or 0, outcome or "undecided")
-    return [first, second]
+        lines.append("accounting probe %s" % _pod_outcome(probe))
+    if control.get("outcome") == SCHEDULED:
+        lines.append("and no more than them: a control pod asking for %dm CPU, one CPU less, was scheduled"
+                     % (control.get("cpu_millis") or 0))
+    else:
+        lines.append("control pod %s" % _pod_outcome(control))
+    return lines
 
 
 def scheduler_message(pod: K8sObject) -> str:

@@ -10,9 +10,12 @@ Owns the order of the API calls; every decision is in the other files of this pa
    grouped claims only); the VMI and its hostCPUs; in check mode the run stops here and says what it would do;
 3. test objects of an earlier run are deleted, the claim ``<vmi>-cpu`` and pod ``virt-launcher-<vmi>``
    created as virt-controller renders them; the claim's allocation and then the pod's readout (its log)
-   are waited for, each up to ``timeout`` seconds;
+   are waited for, each up to ``timeout`` seconds; in aligned mode (``aligned_device_class``) the claim
+   also asks for a device of that class, aligned by ``matchAttribute`` (``aligned.py``), refused before
+   anything is created when the CPU devices cannot serve it, and its allocation proven against the
+   published devices (there the run stops with ``aligned_allocation_only``);
 4. the driver's pinning from its log (``pinned.py``), the judgement; on the KEP-5517 path (the driver
-   publishes node-allocatable mappings) the pod's claim status and the probe pod; the report;
+   publishes node-allocatable mappings) the pod's claim status, the probe pod and then its control; the report;
 5. whatever happened, the pods and the claim are deleted and their deletion waited for (``finally``).
 """
 
@@ -33,12 +36,13 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.client impo
     ClusterError,
     KubeRequestError,
     RawApi,
+    driver_field_selector,
 )
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s import factory
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import ModuleParams
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.wait import poll_until
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.topology import run as topology_run
-from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import manifests, readout, report, sizing
+from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import aligned, manifests, readout, report, sizing
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify import node_allocatable as kep5517
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.objects import Objects
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.pinned import pinned as read_pinned
@@ -84,6 +88,9 @@ def argument_spec() -> ArgumentSpec:
                                     removed_from_collection="kubevirtci.dra_cpu"),
         allow_missing_dra_cpuset=dict(type="bool", default=False),
         individual_claim=dict(type="bool", default=False),
+        aligned_device_class=dict(type="str", default=""),
+        aligned_attribute=dict(type="str", default="pcieRoot", choices=sorted(aligned.ATTRIBUTES)),
+        aligned_allocation_only=dict(type="bool", default=False),
         timeout=dict(type="int", default=120),
         topology_timeout=dict(type="int", default=300),
     )
@@ -140,13 +147,22 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
                        "msg": sizing.NO_CPUS % int(fact.get("max_vm_host_cpus") or 0)})
         return result
     slices = api.get_json(RESOURCE_SLICES_PATH,
-                          {"fieldSelector": "spec.driver=%s" % manifests.DEVICE_CLASS}).get("items") or []
+                          {"fieldSelector": driver_field_selector(manifests.DEVICE_CLASS)}).get("items") or []
     numa = manifests.numa_attribute(slices) if mode == "individual" else None
     result["numa_attribute"] = numa
+    refused = _aligned_refusal(api, params, slices, mode)
+    if refused:
+        result.update({"failed": True, "msg": refused, "report": [size_line]})
+        return result
     if check_mode:
         result["report"] = [size_line, report.check_mode_line(namespace, claim, pod_name, cpus, mode, numa, claim_only)]
+        if params.get("aligned_device_class"):
+            result["report"].append(aligned.check_mode_line(params["aligned_device_class"], _attribute(params)))
         return result
-    result.update({"claim_manifest": manifests.claim_manifest(claim, namespace, cpus, mode, numa),
+    claim_manifest = manifests.claim_manifest(claim, namespace, cpus, mode, numa)
+    if params.get("aligned_device_class"):
+        claim_manifest = aligned.claim_manifest(claim_manifest, params["aligned_device_class"], _attribute(params))
+    result.update({"claim_manifest": claim_manifest,
                    "pod_manifest": manifests.pod_manifest(pod_name, namespace, claim, cpus, params["image"],
                                                           params["tolerations"], claim_only)})
     objects = Objects(api, namespace, vmi_name, now, pause)
@@ -155,7 +171,7 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
         result.update({"failed": True, "msg": "cannot remove the test objects of an earlier run: %s" % "; ".join(leftovers)})
         return result
     try:
-        outcome = _prove(api, objects, params, result, manifests.newest_devices(slices), now, pause)
+        outcome = _prove(api, objects, params, result, slices, now, pause)
     finally:
         cleanup = objects.delete(params["timeout"])
     result.update(outcome)
@@ -167,31 +183,82 @@ def verify(api: RawApi, params: ModuleParams, check_mode: bool, clock: Callable[
     return result
 
 
-def _probe(api: RawApi, objects: Objects, params: dict[str, Any], node: str, cpus: int, now: Callable[[], float],
-           pause: Callable[[float], None]) -> tuple[kep5517.Probe, str | None]:
-    """KEP-5517: a pod asking for what the node has left without the claim must stay Unschedulable."""
-    node_obj = api.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
-    pods = api.get_json("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node}).get("items") or []
-    millis = kep5517.free_millis(node_obj, pods)
-    probe: kep5517.Probe = {"name": objects.probe_name, "cpu_millis": millis, "outcome": None}
-    if millis <= 0:
-        probe["outcome"] = "not run: node %s has no CPU left even without the claim" % node
-        return probe, None
-    api.send_json("POST", objects.pods, kep5517.probe_manifest(objects.probe_name, params["namespace"], node, millis,
-                                                               params["image"], params["tolerations"]))
+def _attribute(params: ModuleParams) -> str:
+    return aligned.attribute_name(params.get("aligned_attribute") or "") or aligned.PCIE_ROOT
+
+
+def _aligned_refusal(api: RawApi, params: ModuleParams, slices: list[dict[str, Any]], mode: str) -> str | None:
+    """Aligned mode: why its claim cannot be allocated, before anything is created (None: try it)."""
+    device_class = params.get("aligned_device_class")
+    if not device_class:
+        return None
+    try:
+        api.get_json("/apis/resource.k8s.io/v1/deviceclasses/%s" % quote(device_class, safe=""))
+    except KubeRequestError as exc:
+        if not exc.not_found:
+            raise
+        return "there is no DeviceClass %s (dra_cpu_verify_aligned_device_class): install its driver first" % device_class
+    return aligned.cpu_devices_problem(slices, _attribute(params), mode, manifests.DEVICE_CLASS, api.version())
+
+
+def _aligned_proof(api: RawApi, params: ModuleParams, claim: dict[str, Any],
+                   slices: list[dict[str, Any]]) -> aligned.AlignedProof:
+    """The allocated aligned claim against the CPU driver's slices and those of the device's driver."""
+    drivers = sorted(set(str(r.get("driver")) for r in readout.allocated_devices(claim, aligned.DEVICE_REQUEST)))
+    others = [obj for driver in drivers if driver != manifests.DEVICE_CLASS for obj in api.get_json(
+        RESOURCE_SLICES_PATH, {"fieldSelector": "spec.driver=%s" % driver}).get("items") or []]
+    return aligned.prove(claim, slices + others, params["aligned_device_class"], _attribute(params))
+
+
+def _scheduled_pod(api: RawApi, objects: Objects, params: dict[str, Any], node: str, pod: kep5517.Probe,
+                   path: str, now: Callable[[], float], pause: Callable[[float], None]) -> None:
+    """Creates probe or control ``pod`` bound to ``node`` and waits until the scheduler decided it."""
+    api.send_json("POST", objects.pods, kep5517.probe_manifest(pod["name"], params["namespace"], node,
+                                                               pod["cpu_millis"], params["image"],
+                                                               params["tolerations"]))
 
     def decided() -> bool:
-        probe["outcome"] = kep5517.probe_outcome(objects.get(objects.probe) or {})
-        return probe["outcome"] is not None
+        seen = objects.get(path) or {}
+        events = []
+        if not (seen.get("spec") or {}).get("nodeName"):
+            uid = (seen.get("metadata") or {}).get("uid")
+            events = [str(e.get("message")) for e in objects.pod_events(uid, pod["name"])
+                      if e.get("reason") == "FailedScheduling" and e.get("message")]
+        pod["outcome"], pod["message"] = kep5517.probe_outcome(seen, events)
+        return pod["outcome"] is not None
 
     _wait_for(now, pause, params["timeout"], decided)
-    return probe, kep5517.probe_problem(probe["outcome"], node, millis, cpus)
+
+
+def _probe(api: RawApi, objects: Objects, params: dict[str, Any], node: str, cpus: int, now: Callable[[], float],
+           pause: Callable[[float], None]) -> tuple[kep5517.Probe, kep5517.Probe, list[str]]:
+    """KEP-5517: a pod asking for one CPU more than the node has left beside the claim must stay
+    Unschedulable for insufficient CPU; then a control pod one CPU smaller must be scheduled."""
+    node_obj = api.get_json("/api/v1/nodes/%s" % quote(node, safe=""))
+    pods = api.get_json("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node}).get("items") or []
+    free = kep5517.free_millis(node_obj, pods)
+    probe_millis, control_millis = kep5517.probe_sizes(free, cpus)
+    probe: kep5517.Probe = {"name": objects.probe_name, "cpu_millis": probe_millis, "outcome": None, "message": None}
+    control: kep5517.Probe = {"name": objects.control_name, "cpu_millis": control_millis, "outcome": None,
+                              "message": None}
+    if control_millis < 0:
+        probe["outcome"] = control["outcome"] = "not run: node %s has %dm CPU left without the claim" % (node, free)
+        return probe, control, [kep5517.too_little_left(free, node, cpus)]
+    _scheduled_pod(api, objects, params, node, probe, objects.probe, now, pause)
+    if control_millis == 0:
+        control["outcome"] = ("not run: node %s has no CPU left beside the claim (the accounting is bounded from "
+                              "below only)" % node)
+    else:
+        _scheduled_pod(api, objects, params, node, control, objects.control, now, pause)
+    problems = [kep5517.probe_problem(probe, node, cpus), kep5517.control_problem(control, node, cpus)]
+    return probe, control, [p for p in problems if p]
 
 
 def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: VerifyResult,
-           devices: list[tuple[str, dict[str, Any]]], now: Callable[[], float],
+           slices: list[dict[str, Any]], now: Callable[[], float],
            pause: Callable[[float], None]) -> VerifyResult:
     namespace, timeout, cpus, mode = params["namespace"], params["timeout"], result["cpus"], result["mode"]
+    devices = manifests.newest_devices(slices)
     size_line = result["sizing"]
     api.send_json("POST", objects.claims, result["claim_manifest"])
     api.send_json("POST", objects.pods, result["pod_manifest"])
@@ -205,6 +272,9 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: Verify
         pod = objects.get(objects.pod) or {}
         return {"failed": True, "claim": seen.get("claim"), "pod": pod, "report": [size_line],
                 "msg": report.not_allocated(namespace, objects.claim_name, cpus, timeout, pod)}
+    proof = _aligned_proof(api, params, seen["claim"], slices) if params.get("aligned_device_class") else None
+    if proof and params.get("aligned_allocation_only"):
+        return _allocation_only(objects, result, seen["claim"], proof)
 
     def printed() -> bool:
         seen["pod"] = objects.get(objects.pod) or {}
@@ -239,16 +309,35 @@ def _prove(api: RawApi, objects: Objects, params: dict[str, Any], result: Verify
                          "pinned": pinned, "log": seen.get("log"), "locality": where}
     lines = [size_line, report.allocation_line(objects.claim_name, cpus, results, pod, mode, result["numa_attribute"])]
     lines += report.readout_lines(seen_out, result["metadata_file"], pinned, where)
+    if proof:
+        out["aligned"] = proof
+        seen_out["problems"] += proof["problems"]
+        lines.append(aligned.report_line(proof, False))
     if result["claim_only"]:
         status, status_problems = kep5517.claim_status(pod, objects.claim_name, cpus)
-        probe, probe_problem = _probe(api, objects, params, node or "", cpus, now, pause)
-        seen_out["problems"] += status_problems + ([probe_problem] if probe_problem else [])
-        out["node_allocatable"] = {"claim_status": status, "probe": probe}
-        lines += report.node_allocatable_lines(status, probe, cpus)
+        probe, control, probe_problems = _probe(api, objects, params, node or "", cpus, now, pause)
+        seen_out["problems"] += status_problems + probe_problems
+        out["node_allocatable"] = {"claim_status": status, "probe": probe, "control": control}
+        lines += report.node_allocatable_lines(status, probe, control, cpus)
     out.update({"report": lines, "passed": not seen_out["problems"]})
     if seen_out["problems"]:
         out.update({"failed": True, "msg": "the claim was allocated and its pod runs, but what its container sees is not "
                    "what KubeVirt's virt-launcher needs: %s" % "; ".join(seen_out["problems"])})
+    return out
+
+
+def _allocation_only(objects: Objects, result: VerifyResult, claim: dict[str, Any],
+                     proof: aligned.AlignedProof) -> VerifyResult:
+    """Aligned mode up to the allocation: the claim and the proof, the pod not waited for."""
+    pod = objects.get(objects.pod) or {}
+    lines = [result["sizing"], report.allocation_line(objects.claim_name, result["cpus"],
+                                                      readout.allocated_devices(claim), pod, result["mode"], None),
+             aligned.report_line(proof, True)]
+    out: VerifyResult = {"claim": claim, "pod": pod, "node": (pod.get("spec") or {}).get("nodeName"),
+                         "aligned": proof, "report": lines, "passed": not proof["problems"]}
+    if proof["problems"]:
+        out.update({"failed": True, "msg": "the aligned claim was allocated, but not aligned as asked: %s"
+                    % "; ".join(proof["problems"])})
     return out
 
 

@@ -45,7 +45,8 @@ def test_a_new_chart_brings_its_own_name_tag_and_flavour(tmp_path):
 
 def test_a_v02_name_is_upstreams_own_binary_and_every_other_the_project_driver(tmp_path, monkeypatch):
     """Upstream's v0.2.0 under every v0.2 name, as its Dockerfile lays it out (/dracpu, /dracpu-gatherinfo,
-    CMD /dracpu, no HOST_ROOT); the project's driver (main) under the others, with its environment."""
+    CMD /dracpu, no HOST_ROOT); the project's driver (main) under the others, laid out the same way (upstream
+    main's Dockerfile is v0.2.0's; its e2e gatherinfo spec execs /dracpu-gatherinfo), with its environment."""
     for d, names in (("driver", ["dracpu"]), ("upstream", ["dracpu", "dracpu-gatherinfo"])):
         (tmp_path / d).mkdir()
         for n in names:
@@ -62,7 +63,8 @@ def test_a_v02_name_is_upstreams_own_binary_and_every_other_the_project_driver(t
         if ref.endswith(":v0.2.0"):
             assert files == {"dracpu": b"upstream", "dracpu-gatherinfo": b"upstream"} and mutate == ("--cmd=/dracpu",)
         else:
-            assert files == {"dracpu": b"driver"} and "--env=DRACPU_FLAVOR=main" in mutate
+            assert files == {"dracpu": b"driver", "dracpu-gatherinfo": b"driver"}, files
+            assert mutate[0] == "--cmd=/dracpu" and "--env=DRACPU_FLAVOR=main" in mutate
             assert f"--env=HOST_ROOT={cluster_images.HOST_ROOT}" in mutate
     assert sum(push[1].endswith(":v0.2.0") for push in pushed) == 2
 

@@ -97,3 +97,41 @@ def test_the_runc_wrapper_maps_ids_and_shows_the_driver_the_tree_only_on_simulat
     assert open(os.path.join(tree, "devices/system/cpu/online")).read().strip() == "0-11"
     machine = spec({"real01": {"hardware": "machine"}})
     assert cluster_node_hw.runc_cpu_args(machine, "0,1", str(tmp_path)) == "--map-cpus false"
+
+
+def pci_root(devices, name, cpus):
+    bus = devices / name / "pci_bus" / name[3:]
+    bus.mkdir(parents=True)
+    (bus / "cpulistaffinity").write_text(cpus + "\n")
+
+
+@pytest.mark.parametrize("hardware", ["machine", "simulated"])
+def test_lay_out_gives_the_driver_the_machines_pcie_roots(tmp_path, hardware):
+    """$HOST_ROOT/sys/devices/<root>/pci_bus/<bus>/cpulistaffinity for each of the machine's roots (the
+    kernel's pci%04x:%02x entries beside devices/system), what the driver reads with --expose-pcie-roots;
+    entries that are not roots are not copied, and a root gone from the machine is removed on the next lay-out."""
+    devices = tmp_path / "devices"
+    devices.mkdir()
+    root = sysfs(devices, "0-11", {0: "0-5", 1: "6-11"})
+    pci_root(devices, "pci0000:00", "0-5")
+    pci_root(devices, "pci0000:80", "6-11")
+    (devices / "pnp0").mkdir()
+    (devices / "pci0000:0G").mkdir()   # not a root name: never read
+    node = tmp_path / "real01"
+    overrides = {"real01": {"hardware": "machine"}} if hardware == "machine" else {}
+    cluster_node_hw.lay_out(str(node), spec(overrides), str(root))
+    host_devices = node / "mnt/var/lib/kubelet" / os.path.relpath(HOST_ROOT, "/var/lib/kubelet") / "sys/devices"
+    assert sorted(n for n in os.listdir(host_devices) if n != "system") == ["pci0000:00", "pci0000:80"]
+    assert (host_devices / "pci0000:80/pci_bus/0000:80/cpulistaffinity").read_text() == "6-11\n"
+    import shutil
+    shutil.rmtree(devices / "pci0000:80")
+    cluster_node_hw.lay_out(str(node), spec(overrides), str(root))
+    assert sorted(n for n in os.listdir(host_devices) if n != "system") == ["pci0000:00"]
+
+
+def test_a_machine_without_pcie_roots_gives_none(tmp_path):
+    root = sysfs(tmp_path, "0-1", {0: "0-1"})
+    node = tmp_path / "real01"
+    cluster_node_hw.lay_out(str(node), spec({"real01": {"hardware": "machine"}}), str(root))
+    host_devices = node / "mnt/var/lib/kubelet" / os.path.relpath(HOST_ROOT, "/var/lib/kubelet") / "sys/devices"
+    assert os.listdir(host_devices) == ["system"]

@@ -46,14 +46,14 @@ echo "Digest: sha256:%s" >&2
 
 def _args(helm_cmd, tmp_path, **extra):
     args = {"chart": OCI, "chart_version": "0.3.0", "helm": helm_cmd, "reserved_cpus": "0-1",
-            "helm_version": "3.22.0", "cache_dir": str(tmp_path / "cache"), "ca_file": "/ca.crt"}
+            "cache_dir": str(tmp_path / "cache"), "ca_file": "/ca.crt"}
     args.update(extra)
     return args
 
 
 @pytest.mark.skipif(shutil.which("tar") is None, reason="needs tar")
 @pytest.mark.parametrize("extra", [{}, {"chart_version": "9.9.9"}, {"helm": ""},
-                                   {"helm_version": "3.18.4", "helm_source": "binary"}])
+                                   {"image": "reg:5000/d:v9"}])
 def test_local_run_gives_exactly_the_module_result(fake_helm, tmp_path, extra):
     helm, _seen = fake_helm
     args = _args(helm, tmp_path, **extra)

@@ -272,23 +272,25 @@ def test_uninstall_fails_naming_the_nodes_whose_slices_outlive_the_driver(monkey
                                     "was removed, on node(s) node01.")
 
 
-def test_uninstall_without_preflight_reads_the_namespace_and_the_other_releases_and_asks_helm():
-    ns = {"metadata": {"name": "dra", "labels": dict(OWNER)}}
+@pytest.mark.parametrize("installed, why", [
+    ({}, "no `installed` given (preflight's result)"),
+    ({"readable": False, "error": "secrets is forbidden"}, "secrets is forbidden")])
+def test_uninstall_acts_on_preflights_reading_only(installed, why):
+    """No second reader: without preflight's ``installed`` the uninstall fails as an install does,
+    naming preflight's error, and starts no module (it reads nothing itself)."""
+    result, fake = run(absent(installed=installed), Fake({"kubernetes.core.helm": {"changed": True}}))
+    assert fake.calls == [] and result["failed"] is True
+    assert result["msg"] == "cannot tell what is installed in namespace dra: %s" % why
+    present = run(args(installed=installed))[0]
+    assert present["failed"] is True and present["msg"] == result["msg"]
 
-    def info(module_args):
-        if module_args["kind"] == "Namespace":
-            return {"resources": [ns]}
-        if module_args["kind"] == "Secret":
-            assert module_args["label_selectors"] == ["owner=helm"]
-            return {"resources": [{"type": "helm.sh/release.v1", "metadata": {"labels": {"name": "other"}}}]}
-        return {"resources": []}
-    fake = Fake({"kubernetes.core.k8s_info": info, "kubernetes.core.helm": {"changed": False}})
-    result, fake = run(absent(installed={}), fake)
-    assert fake.names() == ["kubernetes.core.k8s_info", "kubernetes.core.k8s_info", "kubernetes.core.helm"]
-    assert result["changed"] is False
-    assert result["report"] == ["release dra (namespace dra): not installed",
-                                "namespace dra: left in place, created by this collection but it also holds "
-                                "helm release(s) other"]
+
+def test_uninstall_of_a_release_helm_no_longer_has_says_not_installed():
+    # preflight saw revision 1, helm removed nothing (gone meanwhile): no wait for slices
+    fake = Fake({"kubernetes.core.helm": {"changed": False}, "kubernetes.core.k8s": {"changed": True}})
+    result, fake = run(absent(), fake)
+    assert fake.names() == ["kubernetes.core.helm", "kubernetes.core.k8s"]
+    assert result["report"][0] == "release dra (namespace dra): not installed"
 
 
 def test_present_still_needs_the_chart():

@@ -61,7 +61,7 @@ def test_unreadable_chart_fails(tmp_path):
     assert failed is True and "cannot read chart c 1.0.0" in result["msg"]
 
 
-def test_schema_requirements_for_helm_choice(tmp_path):
+def test_schema_requirements_for_the_helm_stage(tmp_path):
     copy_chart("0.3.0", str(tmp_path / "dra-driver-cpu"))
     result, failed = run_module(chart_layout, {"path": str(tmp_path)})
     assert failed is False
@@ -74,7 +74,6 @@ def test_schema_requirements_for_helm_choice(tmp_path):
 
 OCI = "oci://127.0.0.1:5000/dra-driver-cpu/charts/dra-driver-cpu"
 DIGEST = "sha256:" + "cd" * 32
-OLD_HELM = dict(helm_version="3.18.4", wanted_helm_version="v3.22.0")
 
 
 def _package(dest, version):
@@ -108,7 +107,7 @@ def pull(args, helm=None):
 
 def test_pulls_the_chart_maps_it_and_removes_the_temporary_directory(tmp_path):
     result, failed, helm = pull({"chart_version": "0.3.0", "plain_http": True, "ca_file": "/ca.crt",
-                                 "cache_dir": str(tmp_path), "helm_version": "3.22.0"})
+                                 "cache_dir": str(tmp_path)})
     assert failed is False, result
     argv, env = helm.calls[0]
     assert argv == ["/h/helm", "pull", OCI, "--destination", helm.dest, "--version", "0.3.0", "--plain-http"]
@@ -121,7 +120,7 @@ def test_pulls_the_chart_maps_it_and_removes_the_temporary_directory(tmp_path):
     assert result["image"].endswith("/dra-driver-cpu:v0.3.0")
     # short (the release stage joins the image onto it; the reference is in the chart task's name)
     assert result["report"] == ["chart 0.3.0 (values onto driverConfig.*)"]
-    assert result["helm_choice"] == {"action": "use", "message": "", "warning": ""}
+    assert "helm_choice" not in result and "helm" not in result  # the helm stage fits helm (helm/find.py)
     assert set(result["schema_requirements"]) >= {"min_helm", "misread"}
     assert (tmp_path / "charts" / ("sha256-" + "cd" * 32 + ".json")).is_file()
 
@@ -150,7 +149,7 @@ def test_without_helm_the_version_rule_stands_in():
     result, failed, helm = pull({"helm": "", "chart_version": "0.3.0"})
     assert failed is False and not helm.calls
     assert result["source"] == "fallback" and "version rule" in result["report"][0]
-    assert "schema_requirements" not in result and result["helm_choice"]["action"] == "use"
+    assert "schema_requirements" not in result
 
 
 def test_a_local_chart_is_read_where_it_is(tmp_path):
@@ -170,39 +169,3 @@ def test_a_chart_that_cannot_be_fetched_fails_naming_it(stderr, hint):
     assert result["msg"].startswith("dra_cpu_chart '%s' with dra_cpu_chart_version '9.9.9' cannot be fetched, "
                                     "so nothing was installed: %s." % (OCI, stderr))
     assert hint in result["msg"] and not os.path.exists(helm.dest)
-
-
-def test_old_helm_on_path_is_replaced_for_a_2020_schema():
-    result, failed, _helm = pull(dict(OLD_HELM, chart_version="0.3.0", helm_source="path"))
-    assert failed is False, result
-    choice = result["helm_choice"]
-    assert choice["action"] == "download"
-    assert choice["message"].startswith("helm v3.18.4 on PATH is not used: the chart's values.schema.json needs")
-    assert choice["message"].endswith("Downloading dra_cpu_helm_version v3.22.0.")
-    assert result["report"][1] == "helm: " + choice["message"]
-
-
-def test_old_helm_is_kept_for_a_chart_it_validates():
-    result, failed, _helm = pull(dict(OLD_HELM, chart_version="0.2.0", helm_source="path"))
-    assert failed is False and result["helm_choice"]["action"] == "use" and len(result["report"]) == 1
-
-
-def test_old_configured_binary_fails_in_the_module():
-    result, failed, _helm = pull(dict(OLD_HELM, chart_version="0.3.0", helm_source="binary",
-                                      helm_binary_configured="/opt/helm"))
-    assert failed is True
-    assert result["msg"].startswith("dra_cpu_helm_binary '/opt/helm' is helm v3.18.4: ")
-    assert result["helm_choice"]["action"] == "fail"
-
-
-def test_a_download_that_would_be_too_old_fails_before_it_is_fetched():
-    result, failed, _helm = pull(dict(chart_version="0.3.0", helm_source="path", helm_version="3.18.4",
-                                      wanted_helm_version="v3.17.3"))
-    assert failed is True and result["msg"].startswith("dra_cpu_helm_version 'v3.17.3' is too old for this chart")
-
-
-def test_a_helm_of_unknown_version_is_used_with_a_warning_line():
-    result, failed, _helm = pull({"chart_version": "0.3.0", "helm_version": ""})
-    assert failed is False and result["helm_choice"]["action"] == "use"
-    assert result["report"][1] == "warning: " + result["helm_choice"]["warning"]
-    assert result["helm_choice"]["warning"].startswith("the version of helm on PATH is unknown")

@@ -65,6 +65,9 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
+	if err := devices.ProbePCIe(logger, sfs, topo, &opts); err != nil {
+		fail("%v", err)
+	}
 	set := devices.Build(topo, opts)
 	out := output{Flavor: flavor, Config: cfg, Devices: set.Devices, Chunks: [][]string{}, CPUs: map[string]string{},
 		Summary: topo.Summary()}

@@ -2,7 +2,7 @@
 // publishes the devices upstream would publish for the node's (fake) sysfs and prepares claims
 // with CDI specs. It owns the process: flags and config (exit 2 on a flag error, 1 on a config
 // error, as upstream), logging, /healthz (503 until Start returned, on --bind-address as given), the
-// client, the node name and the signal handling; `dracpu publish` is publish.go; the debug report
+// client, the node name and the signal handling; /metrics beside /healthz (main: internal/metrics); `dracpu publish` is publish.go; the debug report
 // (internal/gatherinfo) is dispatched as upstream does: v0.2 by argv[0]'s basename `dracpu-gatherinfo`
 // alone, main by the subcommand `gatherinfo` (argv[0] `dracpu-gatherinfo` becomes `dracpu gatherinfo`;
 // root flags with a subcommand refused). Mirrors upstream cmd/dracpu/app.go main/run (v0.2.0 and main).
@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,6 +32,7 @@ import (
 	"kubevirtci.io/dra-cpu/testdriver/internal/config"
 	"kubevirtci.io/dra-cpu/testdriver/internal/devices"
 	"kubevirtci.io/dra-cpu/testdriver/internal/gatherinfo"
+	"kubevirtci.io/dra-cpu/testdriver/internal/metrics"
 	"kubevirtci.io/dra-cpu/testdriver/internal/plugin"
 	"kubevirtci.io/dra-cpu/testdriver/internal/topology"
 )
@@ -108,6 +111,22 @@ func subcommand(logger klog.Logger, p *config.Parsed) int {
 	return 0
 }
 
+// healthMux is upstream run()'s mux: /healthz (503 until ready, then 200) and, in v0.2.0 and main,
+// /metrics with promhttp.Handler() (the default registry: the Go and process collectors, and main's
+// families, internal/metrics, once registered).
+func healthMux(ready *atomic.Bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if ready.Load() {
+			w.WriteHeader(http.StatusOK)
+		} else {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	mux.Handle("/metrics", promhttp.Handler())
+	return mux
+}
+
 func run(logger klog.Logger, flavor string, cfg config.Config) error {
 	logger.Info("dracpu test driver (tests/cluster/driver, not the upstream binary)", "flavor", flavor)
 	logger.Info("configuration successfully loaded", "configuration", cfg.Dump())
@@ -122,14 +141,7 @@ func run(logger klog.Logger, flavor string, cfg config.Config) error {
 	// upstream's order (cmd/dracpu/app.go): /healthz on --bind-address as given, then the client. Where
 	// the test cluster's real nodes share a network namespace, the node's runc wrapper has already put
 	// the node's own address into ":<port>" (tests/cluster/driver/cmd/runc-cpumap/driver.go)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if ready.Load() {
-			w.WriteHeader(http.StatusOK)
-		} else {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-	})
+	mux := healthMux(&ready)
 	server := &http.Server{Addr: cfg.BindAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	go func() {
@@ -167,11 +179,17 @@ func run(logger klog.Logger, flavor string, cfg config.Config) error {
 		return fmt.Errorf("driver failed to initialize: %w", err)
 	}
 	logger.Info("CPU topology", "hostRoot", os.Getenv("HOST_ROOT"), "topology", topo.Summary())
+	if err := devices.ProbePCIe(logger, sfs, topo, &opts); err != nil {
+		return fmt.Errorf("driver failed to initialize: %w", err)
+	}
 	set := devices.Build(topo, opts)
 	for _, d := range set.Devices {
 		logger.V(2).Info("device", "name", d.Name, "cpus", set.CPUs[d.Name].String())
 	}
 	drv := plugin.New(client, nodeName, cfg, flavor, set)
+	if flavor == config.FlavorMain {
+		drv.Metrics = metrics.New(prometheus.DefaultRegisterer) // upstream main's driver.Config.Metrics
+	}
 	nriFailed, err := drv.Start(ctx)
 	if err != nil {
 		drv.Stop()

@@ -6,20 +6,25 @@
 // DevicesPerResourceSlice) and v0.2.0 pkg/driver/dra_hooks.go (no resource.kubernetes.io/numaNode,
 // grouped devices in one slice), exactly as the simulator's former sim_slices.py build_devices and
 // chunks_for encode them, and main's KEP-5517 nodeAllocatableResources (groupedCPUNodeAllocatable,
-// individualCPUNodeAllocatable; main only, with publishNodeAllocatableResourceMapping). Not ported:
-// PCIe root attributes (--expose-pcie-roots only lowers the chunk size to 64).
+// individualCPUNodeAllocatable; main only, with publishNodeAllocatableResourceMapping) and the
+// PCIe roots (--expose-pcie-roots, both flavours: builder.go addPCIeRootsAttribute, v0.2.0
+// dra_hooks.go setPCIeRootsAttribute): resource.kubernetes.io/pcieRoot, a list of the roots local to
+// the device's CPUs, on every device that has one (grouped and individual); chunks of 64 then.
 package devices
 
 import (
 	"fmt"
+	"io/fs"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/cpuset"
 
 	"kubevirtci.io/dra-cpu/testdriver/internal/config"
+	"kubevirtci.io/dra-cpu/testdriver/internal/pcie"
 	"kubevirtci.io/dra-cpu/testdriver/internal/topology"
 )
 
@@ -37,6 +42,8 @@ const (
 	attrNumCPUs    = resourceapi.QualifiedName("dra.cpu/numCPUs")
 	attrDraNetNUMA = resourceapi.QualifiedName("dra.net/numaNode")
 	attrStdNUMA    = resourceapi.QualifiedName("resource.kubernetes.io/numaNode") // main only
+	// AttrPCIeRoot is deviceattribute.StandardDeviceAttributePCIeRoot, a list (StringValues)
+	AttrPCIeRoot = resourceapi.QualifiedName("resource.kubernetes.io/pcieRoot")
 )
 
 // Options is what device building depends on.
@@ -49,6 +56,8 @@ type Options struct {
 	// NodeAllocatable: publish KEP-5517 nodeAllocatableResources on every device (main only:
 	// driverConfig.publishNodeAllocatableResourceMapping; OptionsFrom never sets it for v0.2)
 	NodeAllocatable bool
+	// PCIe: the CPU -> PCIe roots mapping (ProbePCIe, with ExposePCIeRoots); nil: no pcieRoot attribute
+	PCIe *pcie.Mapper
 }
 
 // Set is the built device list, the CPUs behind each device and the chunks to publish.
@@ -58,6 +67,8 @@ type Set struct {
 	Chunks  [][]resourceapi.Device   // nil: nothing to publish (PublishResources is not called)
 	// Online and Reserved: what prepare checks an opaque cpuset against (machine grouping)
 	Online, Reserved cpuset.CPUSet
+	// All: the topology's CPUs (upstream CPUTopology.CPUDetails), what the allocation metrics count
+	All cpuset.CPUSet
 }
 
 func intAttr(v int) resourceapi.DeviceAttribute {
@@ -73,11 +84,12 @@ func strAttr(v string) resourceapi.DeviceAttribute {
 
 // Build builds the devices and chunks for the topology.
 func Build(t *topology.Topology, o Options) Set {
-	s := Set{CPUs: map[string]cpuset.CPUSet{}, Online: t.Online, Reserved: o.Reserved}
+	s := Set{CPUs: map[string]cpuset.CPUSet{}, Online: t.Online, Reserved: o.Reserved, All: cpuset.New(t.SortedIDs()...)}
 	if o.Mode == config.ModeIndividual {
 		for _, d := range individual(t, o.Reserved) {
 			dev := individualDevice(d.name, d.cpu, t.SMTEnabled, o.Flavor)
 			dev.NodeAllocatableResources = individualNodeAllocatable(o.NodeAllocatable)
+			addPCIeRoots(o.PCIe, dev.Attributes, d.cpu.ID)
 			s.Devices = append(s.Devices, dev)
 			s.CPUs[d.name] = cpuset.New(d.cpu.ID)
 		}
@@ -89,6 +101,30 @@ func Build(t *topology.Topology, o Options) Set {
 	}
 	s.Chunks = Chunk(s.Devices, o)
 	return s
+}
+
+// ProbePCIe is upstream New()'s `if config.ExposePCIeRoots { pcieRootMapper.Probe(...) }`: with the
+// flag, the roots under fsys (the driver's sysfs: $HOST_ROOT/sys, the overlay applied) mapped onto the
+// online CPUs into o.PCIe; an error ("failed to list PCIe domains: ...") stops the driver.
+func ProbePCIe(logger klog.Logger, fsys fs.FS, t *topology.Topology, o *Options) error {
+	if !o.ExposePCIeRoots {
+		return nil
+	}
+	m, err := pcie.Probe(logger, fsys, t.Online)
+	if err != nil {
+		return err
+	}
+	o.PCIe = m
+	return nil
+}
+
+// addPCIeRoots is upstream addPCIeRootsAttribute: the union of the roots local to the CPUs, when any.
+func addPCIeRoots(m *pcie.Mapper, attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, cpus ...int) {
+	roots := m.RootsForCPUs(cpus...)
+	if len(roots) == 0 {
+		return
+	}
+	attrs[AttrPCIeRoot] = resourceapi.DeviceAttribute{StringValues: roots}
 }
 
 // Chunk is upstream's chunking: main chunks every mode at 128 devices (64 with PCIe roots);
@@ -204,6 +240,7 @@ func grouped(t *topology.Topology, o Options) []groupDevice {
 	add := func(name string, cpus cpuset.CPUSet, attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute) {
 		n := cpus.Size()
 		attrs[attrNumCPUs] = intAttr(n)
+		addPCIeRoots(o.PCIe, attrs, cpus.List()...)
 		allow := true
 		out = append(out, groupDevice{cpus: cpus, device: resourceapi.Device{
 			Name:                     name,

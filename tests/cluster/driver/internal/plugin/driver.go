@@ -3,8 +3,8 @@
 //
 // Mirrors upstream pkg/driver/driver.go (New, Start, registrarDir, pluginDataDir,
 // checkSocketPathFits, waitForRegistration, Stop), dra_hooks.go PublishResources and HandleError;
-// the NRI plugin is nri.go; device metadata (main) is metadata.go. Not ported: device health
-// (WatchHealthStatus answers "not supported"), metrics.
+// the NRI plugin is nri.go; device metadata (main) is metadata.go; operation ids and metrics are
+// observe.go. Not ported: device health (WatchHealthStatus answers "not supported").
 package plugin
 
 import (
@@ -27,6 +27,7 @@ import (
 
 	"kubevirtci.io/dra-cpu/testdriver/internal/config"
 	"kubevirtci.io/dra-cpu/testdriver/internal/devices"
+	"kubevirtci.io/dra-cpu/testdriver/internal/metrics"
 )
 
 const (
@@ -48,8 +49,11 @@ type Driver struct {
 	mu         sync.Mutex
 	claims     map[types.UID]preparedClaim
 	containers map[string]containerState // by container id (nri.go)
-	owners     map[types.UID]owner           // main: the container each claim is bound to (owners.go)
+	owners     map[types.UID]owner       // main: the container each claim is bound to (owners.go)
 	nri        stub.Stub
+
+	// Metrics records the driver's metrics (main: internal/metrics on the default registry; nil: none)
+	Metrics metrics.Recorder
 }
 
 // New prepares the driver (no listener yet); set holds the devices built from the topology.
@@ -92,6 +96,9 @@ func (d *Driver) Start(ctx context.Context) (<-chan error, error) {
 		return nil, err
 	}
 	d.claims = claims
+	d.mu.Lock()
+	d.refreshAllocationMetrics()
+	d.mu.Unlock()
 	logger.Info("Initialized CDI manager", "driverName", d.driverName, "cdiDir", d.cdiDir, "preparedClaims", len(claims))
 	helper, err := kubeletplugin.Start(ctx, d, d.pluginOptions()...)
 	if err != nil {
@@ -158,7 +165,7 @@ func (d *Driver) waitForRegistration(ctx context.Context) error {
 // PublishResources publishes one pool named after the node; with no device chunks (every CPU
 // reserved, not machine mode) it returns before calling the helper, as upstream does.
 func (d *Driver) PublishResources(ctx context.Context) {
-	logger := klog.FromContext(ctx)
+	ctx, logger := withOpID(ctx, "deviceMode", d.mode, "groupBy", d.groupBy)
 	logger.V(4).Info("begin: publishing resources")
 	defer logger.V(4).Info("end: publishing resources")
 	if d.set.Chunks == nil {

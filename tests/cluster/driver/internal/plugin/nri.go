@@ -105,7 +105,7 @@ func (d *Driver) checkPrepared(claims map[types.UID]cpuset.CPUSet) error {
 
 // Synchronize implements the NRI plugin: the runtime's pods and containers when the plugin connects.
 func (d *Driver) Synchronize(ctx context.Context, pods []*api.PodSandbox, containers []*api.Container) ([]*api.ContainerUpdate, error) {
-	logger := klog.FromContext(ctx)
+	_, logger := withOpID(ctx)
 	logger.Info("begin: synchronize state with the runtime", "numPods", len(pods), "numContainers", len(containers))
 	defer logger.Info("end: synchronize state with the runtime", "numPods", len(pods), "numContainers", len(containers))
 	d.mu.Lock()
@@ -145,6 +145,7 @@ func (d *Driver) Synchronize(ctx context.Context, pods []*api.PodSandbox, contai
 			updates = append(updates, u)
 		}
 	}
+	d.refreshAllocationMetrics()
 	return append(updates, d.sharedUpdates("")...), nil
 }
 
@@ -152,8 +153,10 @@ func (d *Driver) Synchronize(ctx context.Context, pods []*api.PodSandbox, contai
 // claim's CPUs leave the shared pool.
 func (d *Driver) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
 	// upstream's keys and messages (the CPUs a container got are in the log at --v=2, the charts run --v=4)
-	logger := klog.FromContext(ctx).WithValues("pod", klog.KRef(pod.Namespace, pod.Name), "podUID", pod.Uid,
+	_, logger := withOpID(ctx, "pod", klog.KRef(pod.Namespace, pod.Name), "podUID", pod.Uid,
 		"container", ctr.Name, "containerID", ctr.Id)
+	logger.V(2).Info("begin: CreateContainer")
+	defer logger.V(2).Info("end: CreateContainer")
 	claims, err := ParseDRAEnv(ctr.Env)
 	if err != nil {
 		logger.Error(err, "error parsing DRA env for container")
@@ -199,6 +202,10 @@ func (d *Driver) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *
 
 // StopContainer implements the NRI plugin (v0.2.0: the claim's CPUs go back to the shared pool now).
 func (d *Driver) StopContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) ([]*api.ContainerUpdate, error) {
+	_, logger := withOpID(ctx, "pod", klog.KRef(pod.Namespace, pod.Name), "podUID", pod.Uid,
+		"container", ctr.Name, "containerID", ctr.Id)
+	logger.V(2).Info("begin: StopContainer")
+	defer logger.V(2).Info("end: StopContainer")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st, ok := d.containers[ctr.Id]
@@ -212,11 +219,16 @@ func (d *Driver) StopContainer(ctx context.Context, pod *api.PodSandbox, ctr *ap
 			d.claims[uid] = c
 		}
 	}
+	d.refreshAllocationMetrics()
 	return d.sharedUpdates(ctr.Id), nil
 }
 
 // RemoveContainer implements the NRI plugin.
 func (d *Driver) RemoveContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) error {
+	_, logger := withOpID(ctx, "pod", klog.KRef(pod.Namespace, pod.Name), "podUID", pod.Uid,
+		"container", ctr.Name, "containerID", ctr.Id)
+	logger.V(2).Info("begin: RemoveContainer")
+	defer logger.V(2).Info("end: RemoveContainer")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.containers, ctr.Id)

@@ -5,7 +5,7 @@
 // individual mode: the devices' CPUs, overlap refused; prepareGroupedResourceClaim for grouped
 // mode: ConsumedCapacity "dra.cpu/cpu", positive whole number, CPUs of the device not held by
 // other claims; an already prepared claim reuses its CPUs), prepareDevices and
-// UnprepareResourceClaims. Machine grouping takes the CPUs of the request's opaque cpuset config
+// UnprepareResourceClaims (their opIDs, begin/end lines and metrics: observe.go). Machine grouping takes the CPUs of the request's opaque cpuset config
 // (opaque.go, upstream getOpaqueCPUSet/validateOpaqueCPUSet) and fails without one; each
 // prepared device carries its metadata (metadata.go, main only). Difference: CPUs of a numanode
 // or socket device are picked lowest id first (upstream: cpumanager.TakeByTopologyNUMAPacked).
@@ -15,6 +15,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,7 @@ import (
 
 	"kubevirtci.io/dra-cpu/testdriver/internal/config"
 	"kubevirtci.io/dra-cpu/testdriver/internal/devices"
+	"kubevirtci.io/dra-cpu/testdriver/internal/metrics"
 )
 
 // held returns the CPUs prepared for claims other than uid (and not released, nri.go).
@@ -121,6 +123,8 @@ func (d *Driver) prepareOne(logger klog.Logger, claim *resourceapi.ResourceClaim
 			delete(d.claims, claim.UID)
 			return kubeletplugin.PrepareResult{Err: fmt.Errorf("save checkpoint: %w", err)}
 		}
+		d.recorder().RecordClaimAllocatedCPUs(cpus.Size())
+		d.refreshAllocationMetrics()
 	}
 	env, err := writeCDISpec(d.cdiDir, claim.UID, cpus.String())
 	if err != nil {
@@ -139,33 +143,43 @@ func (d *Driver) prepareOne(logger klog.Logger, claim *resourceapi.ResourceClaim
 	return out
 }
 
-// PrepareResourceClaims implements kubeletplugin.DRAPlugin.
+// PrepareResourceClaims implements kubeletplugin.DRAPlugin (per claim: its result and duration counted).
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
-	logger := klog.FromContext(ctx)
+	_, logger := withOpID(ctx)
+	logger.V(4).Info("begin: preparing resource claims", "numClaims", len(claims))
+	defer logger.V(4).Info("end: preparing resource claims", "numClaims", len(claims))
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
+		start := time.Now()
 		cl := logger.WithValues("claim", klog.KObj(claim), "claimUID", claim.UID)
 		out[claim.UID] = d.prepareOne(cl, claim)
+		result := metrics.ResultSuccess
 		if err := out[claim.UID].Err; err != nil {
 			cl.Error(err, "error preparing claim")
+			result = metrics.ResultError
 		}
+		d.recorder().RecordPrepare(result, time.Since(start))
 	}
 	return out, nil
 }
 
 // UnprepareResourceClaims implements kubeletplugin.DRAPlugin (idempotent).
 func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
-	logger := klog.FromContext(ctx)
+	_, logger := withOpID(ctx)
+	logger.V(4).Info("begin: unpreparing resource claims", "numClaims", len(claims))
+	defer logger.V(4).Info("end: unpreparing resource claims", "numClaims", len(claims))
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make(map[types.UID]error, len(claims))
 	for _, c := range claims {
 		cl := logger.WithValues("claim", c.String(), "claimUID", c.UID)
+		cl.V(2).Info("unpreparing resource claim")
 		if err := removeCDISpec(d.cdiDir, c.UID); err != nil {
 			out[c.UID] = err
 			cl.Error(err, "error unpreparing resources for claim")
+			d.recorder().RecordUnprepare(metrics.ResultError)
 			continue
 		}
 		prev, had := d.claims[c.UID]
@@ -174,9 +188,12 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		d.cleanupOwners(c.UID)
 		if err := saveCheckpoint(d.dataDir, d.claims); err != nil {
 			out[c.UID] = fmt.Errorf("save checkpoint: %w", err)
+			d.recorder().RecordUnprepare(metrics.ResultError)
 			continue
 		}
 		out[c.UID] = nil
+		d.recorder().RecordUnprepare(metrics.ResultSuccess)
+		d.refreshAllocationMetrics()
 		if had {
 			cl.Info("unprepared claim", "cpuset", prev.CPUs)
 		}

@@ -173,6 +173,9 @@ func prepare(logger klog.Logger, flavor string, cfg config.Config, hostRoot, nod
 		return devices.Set{}, "", fmt.Errorf("driver failed to initialize: %w", err)
 	}
 	logger.Info("CPU topology", "hostRoot", hostRoot, "topology", topo.Summary())
+	if err := devices.ProbePCIe(logger, sfs, topo, &opts); err != nil {
+		return devices.Set{}, "", fmt.Errorf("driver failed to initialize: %w", err)
+	}
 	set := devices.Build(topo, opts)
 	for _, d := range set.Devices {
 		logger.V(2).Info("device", "name", d.Name, "cpus", set.CPUs[d.Name].String())

@@ -81,3 +81,16 @@ def test_preflight_ignore_downgrades_it():
     got = run_preflight(params(reserved_cpus="0-1", expose_pcie_roots=True, ignore=["list_attributes_gate"]),
                         False, None, factory(FakeCluster({"/metrics": GATE_OFF})))
     assert got["passed"] is True and [f[1] for f in _findings(got)] == ["warning"]
+
+
+@pytest.mark.parametrize("version,warned", [("v1.36.3", True), ("v1.36.0-rc.1", True), ("v1.37.0", False),
+                                            ("v1.37.2", False), ({"gitVersion": "v1.38.1"}, False)])
+def test_1_36s_scheduler_is_warned_about_aligned_claims(version, warned):
+    """kube-scheduler v1.36.3's AllocatorFeatures passes no ListTypeAttributes (v1.37.2's does): a warning,
+    not an error, on 1.36 only; an unreadable version is server_version's to report."""
+    got = la.check_scheduler(version)
+    assert bool(got) is warned
+    if warned:
+        assert got[0]["severity"] == "warning" and got[0]["check"] == "list_attributes_scheduler"
+        assert "VEP 300" in got[0]["message"] and got[0]["fix"] == "use Kubernetes 1.37.0 or newer for PCIe-aligned claims"
+    assert la.check_scheduler("not a version") == []

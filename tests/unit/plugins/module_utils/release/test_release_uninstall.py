@@ -43,10 +43,11 @@ def test_a_namespace_the_collection_did_not_create_stays():
                                        "app.kubernetes.io/managed-by=kubevirtci.dra_cpu label)")
 
 
-def test_no_release_means_no_helm_and_an_unknown_one_asks_helm():
+def test_no_release_means_no_helm():
     assert uninstall.plan({"namespace": ns(exists=False), "release": {}}, "r", "dra", OWNER) == {
         "helm": False, "delete_namespace": False, "namespace_line": "namespace dra: not there"}
-    assert uninstall.plan({"namespace": ns(labels=OWNER), "release": None}, "r", "dra", OWNER)["helm"] is True
+    assert uninstall.plan({"namespace": ns(labels=OWNER), "release": {}}, "r", "dra", OWNER)["helm"] is False
+    assert uninstall.plan({"namespace": ns(labels=OWNER), "release": RELEASE}, "r", "dra", OWNER)["helm"] is True
 
 
 def test_slices_that_outlive_the_driver_are_counted_by_node():

@@ -3,7 +3,8 @@
 NodeAllocatableResourceClaimStatus: resourceClaimName, containers, mapping [{name, quantity}]), what a node has
 left when the claim is not counted (the scheduler's NodeResourcesFit rule: a pod's request is the larger of its
 containers' sum and its largest init container, plus overhead; finished pods hold nothing), and the probe's
-outcome from the pod's PodScheduled condition."""
+and its control's sizes (one CPU more / exactly what is left beside the claim) and outcomes from the pod's
+PodScheduled condition or FailedScheduling event (only the scheduler's "Insufficient cpu" is a refusal)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -52,12 +53,52 @@ def test_probe_is_bound_to_the_node_by_affinity_not_by_name():
     assert spec["tolerations"] == [{"operator": "Exists"}]
 
 
-def test_probe_outcome_and_problem():
-    unschedulable = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}
-    assert N.probe_outcome(unschedulable) == "unschedulable"
-    assert N.probe_outcome({"spec": {"nodeName": "n"}}) == "scheduled"
-    error = {"type": "PodScheduled", "status": "False", "reason": "SchedulerError"}
-    assert N.probe_outcome({"status": {"conditions": [error]}}) is None
-    assert N.probe_problem("unschedulable", "n", 1000, 2) is None
-    assert "was scheduled beside the claim" in N.probe_problem("scheduled", "n", 1000, 2)
-    assert "neither scheduled nor refused" in N.probe_problem(None, "n", 1000, 2)
+CPU = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found."
+TAINT = "0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }."
+
+
+def unschedulable(message=None):
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    if message:
+        condition["message"] = message
+    return {"status": {"conditions": [condition]}}
+
+
+def pod(outcome, millis=1000, message=None):
+    return {"name": "p", "cpu_millis": millis, "outcome": outcome, "message": message}
+
+
+def test_the_probe_asks_one_cpu_more_than_is_left_beside_the_claim_the_control_exactly_that():
+    assert N.probe_sizes(11899, 6) == (6899, 5899)
+    assert N.probe_sizes(1900, 1) == (1900, 900)
+    assert N.probe_sizes(4000, 4) == (1000, 0)
+
+
+def test_probe_outcome_needs_the_schedulers_insufficient_cpu():
+    assert N.probe_outcome(unschedulable(CPU)) == ("unschedulable", CPU)
+    # said by the FailedScheduling event when the condition has no message
+    assert N.probe_outcome(unschedulable(), ["x", CPU]) == ("unschedulable", CPU)
+    # the negative control: Unschedulable for another reason is not the accounting
+    assert N.probe_outcome(unschedulable(TAINT)) == ("unschedulable, not for insufficient CPU", TAINT)
+    assert N.probe_outcome(unschedulable()) == ("unschedulable, not for insufficient CPU", "no message")
+    assert N.probe_outcome({"spec": {"nodeName": "n"}}) == ("scheduled", None)
+    error = {"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": CPU}
+    assert N.probe_outcome({"status": {"conditions": [error]}}) == (None, None)
+
+
+def test_probe_problem():
+    assert N.probe_problem(pod("unschedulable", message=CPU), "n", 2) is None
+    assert "was scheduled beside the claim" in N.probe_problem(pod("scheduled"), "n", 2)
+    other = N.probe_problem(pod("unschedulable, not for insufficient CPU", message=TAINT), "n", 2)
+    assert "not for insufficient CPU (scheduler: %s)" % TAINT in other
+    assert "neither scheduled nor refused" in N.probe_problem(pod(None), "n", 2)
+
+
+def test_control_problem_is_the_upper_bound():
+    assert N.control_problem(pod("scheduled"), "n", 2) is None
+    assert N.control_problem(pod("not run: no CPU left beside the claim"), "n", 2) is None
+    # the negative control: the control refused for insufficient CPU = the claim counted as more than its CPUs
+    assert "counts more than the claim's CPUs" in N.control_problem(pod("unschedulable", message=CPU), "n", 2)
+    assert "bounds the accounting from below only" in N.control_problem(
+        pod("unschedulable, not for insufficient CPU", message=TAINT), "n", 2)
+    assert "neither scheduled nor refused" in N.control_problem(pod(None), "n", 2)

@@ -18,13 +18,14 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.verify.pinned i
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 PODS = "/api/v1/namespaces/default/pods"
 UID = "claim-uid"
+INSUFFICIENT = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 TOPO = {"mode": "grouped", "max_vm_host_cpus": 6, "nodes": {"real01": {}}}
 POOL = {"name": "real01", "generation": 1, "resourceSliceCount": 1}
 DEVICE = {"name": "cpudevnuma001", "attributes": {"numaNodeID": {"int": 1}, "resource.kubernetes.io/numaNode": {"int": 1}}}
 SLICES = [{"spec": {"driver": "dra.cpu", "nodeName": "real01", "pool": POOL, "devices": [DEVICE]}}]
 
 
-def container_log(metadata=True):
+def container_log(metadata=True, dra_cpuset=True):
     meta = json.dumps({"apiVersion": "metadata.resource.k8s.io/v1beta1", "kind": "DeviceMetadata",
                        "requests": [{"name": "cpu", "devices": [{"driver": "dra.cpu", "pool": "real01",
                                      "name": "cpudevnuma001", "attributes": {
@@ -33,25 +34,48 @@ def container_log(metadata=True):
     m = "@@dra-cpu-verify "
     return "\n".join([m + "metadata", meta if metadata else m + "missing", m + "status", "Cpus_allowed_list:\t6-11",
                       m + "cgroup", "", m + "online", "0-11", m + "nodes",
-                      "/sys/devices/system/node/node1/cpulist 6-11", m + "packages", "", m + "env", "DRA_CPUSET_%s=6-11" % UID, m + "end", ""])
+                      "/sys/devices/system/node/node1/cpulist 6-11", m + "packages", "", m + "env",
+                      "DRA_CPUSET_%s=6-11" % UID if dra_cpuset else "HOME=/root", m + "end", ""])
 
 
 class FakeApi(object):
     """Objects by path; a created claim is allocated and a created pod runs after ``delay`` polls."""
 
-    def __init__(self, allocate=True, run=True, log=None, fail_post_pod=False, accounted=True, claim_status=None):
+    def __init__(self, allocate=True, run=True, log=None, fail_post_pod=False, accounted=6000, claim_status=None,
+                 refusal=INSUFFICIENT, in_event=False):
         self.objects = {}
         self.calls = []
         self.allocate, self.run, self.log = allocate, run, log if log is not None else container_log()
         self.fail_post_pod = fail_post_pod
-        # KEP-5517: whether the scheduler counts the claim's CPUs, and the launcher pod's status entry
+        # KEP-5517: the millicpus the scheduler counts for the claim, the launcher pod's status entry, the
+        # scheduler's words when it refuses a probe pod, and whether they are in an event only
         self.accounted, self.claim_status = accounted, claim_status
+        self.refusal, self.in_event = refusal, in_event
+
+    def schedule(self, path):
+        """The scheduler's NodeResourcesFit for the probe and control pods: 11899m left without the claim
+        (12 allocatable - 100m - the launcher's 1m), less what it counts for the claim and the pods placed."""
+        obj = self.objects[path]
+        if obj["spec"].get("nodeName") or obj.get("status"):
+            return
+        placed = sum(int(o["spec"]["containers"][0]["resources"]["requests"]["cpu"][:-1])
+                     for p, o in self.objects.items() if p in (PROBE, CONTROL) and o["spec"].get("nodeName"))
+        want = int(obj["spec"]["containers"][0]["resources"]["requests"]["cpu"][:-1])
+        if want <= 11899 - self.accounted - placed:
+            obj["spec"]["nodeName"] = "real01"
+            return
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        if not self.in_event:
+            condition["message"] = self.refusal
+        obj["status"] = {"conditions": [condition]}
 
     def get_json(self, path, query=None, timeout=None):
         self.calls.append(("GET", path))
         if path == "/apis/resource.k8s.io/v1/resourceslices":
             return {"items": SLICES}
         if path.endswith("/events"):
+            if self.in_event and "involvedObject.name=dra-cpu-verify-probe" in (query or {}).get("fieldSelector", ""):
+                return {"items": [{"reason": "FailedScheduling", "message": self.refusal}]}
             return {"items": [{"message": "Back-off pulling image"}]}
         if path.startswith("/apis/apps/v1/namespaces/dra-driver-cpu/daemonsets"):
             return {"items": [{"metadata": {"name": "d", "annotations": {
@@ -69,11 +93,8 @@ class FakeApi(object):
         if path not in self.objects:
             raise KubeRequestError("not found", status=404)
         obj = self.objects[path]
-        if path == PODS + "/dra-cpu-verify-probe":
-            if self.accounted:
-                obj["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
-            else:
-                obj["spec"]["nodeName"] = "real01"
+        if path in (PROBE, CONTROL):
+            self.schedule(path)
             return json.loads(json.dumps(obj))
         if path.startswith(CLAIMS) and self.allocate:
             obj.setdefault("status", {})["allocation"] = {"devices": {"results": [
@@ -140,6 +161,7 @@ def verify(api, check_mode=False, **params):
 LAUNCHER = PODS + "/virt-launcher-dra-cpu-verify"
 CLAIM = CLAIMS + "/dra-cpu-verify-cpu"
 PROBE = PODS + "/dra-cpu-verify-probe"
+CONTROL = PODS + "/dra-cpu-verify-probe-control"
 
 
 def test_a_proven_claim_reports_and_removes_its_objects():
@@ -153,7 +175,7 @@ def test_a_proven_claim_reports_and_removes_its_objects():
     assert posts == [("POST", CLAIMS), ("POST", PODS)]
     # earlier objects removed before the creation, then all after, pods first
     deletes = [c[1] for c in api.calls if c[0] == "DELETE"]
-    assert deletes == [PROBE, LAUNCHER, CLAIM] * 2
+    assert deletes == [CONTROL, PROBE, LAUNCHER, CLAIM] * 2
     assert r["report"][0].startswith("VMI default/dra-cpu-verify (dedicatedCpuPlacement), the largest VM that fits")
     assert r["report"][1].startswith("claim dra-cpu-verify-cpu for 6 CPUs allocated: node real01, device cpudevnuma001")
     # beside it, where the allocated device sits as its slice publishes it (resource.kubernetes.io/numaNode 1)
@@ -270,18 +292,91 @@ def test_kep5517_claim_only_pod_its_status_and_the_accounting_probe(kep5517):
     r = verify(api)
     assert not r.get("failed"), r
     assert r["claim_only"] and r["pod_manifest"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1m"
-    # 12 CPUs allocatable - 100m (another pod) - 1m (the launcher pod): what is left without the claim
-    probe = r["node_allocatable"]["probe"]
-    assert probe == {"name": "dra-cpu-verify-probe", "cpu_millis": 11899, "outcome": "unschedulable"}
-    assert [c for c in api.calls if c[0] == "POST"] == [("POST", CLAIMS), ("POST", PODS), ("POST", PODS)]
+    # 12 CPUs allocatable - 100m (another pod) - 1m (the launcher pod) = 11899m left without the claim; beside
+    # the claim's 6 CPUs 5899m: the probe asks for one CPU more, the control for exactly that
+    na = r["node_allocatable"]
+    assert na["probe"] == {"name": "dra-cpu-verify-probe", "cpu_millis": 6899, "outcome": "unschedulable",
+                           "message": INSUFFICIENT}
+    assert na["control"] == {"name": "dra-cpu-verify-probe-control", "cpu_millis": 5899, "outcome": "scheduled",
+                             "message": None}
+    assert [c for c in api.calls if c[0] == "POST"] == [("POST", CLAIMS), ("POST", PODS), ("POST", PODS), ("POST", PODS)]
     assert api.objects == {}
     assert ("claim-only pod (KEP-5517): status.nodeAllocatableResourceClaimStatuses names claim dra-cpu-verify-cpu, "
             "containers compute, mapping cpu 6") in r["report"]
-    assert any("stays Unschedulable beside it" in line for line in r["report"])
+    assert any("stays Unschedulable (scheduler: 0/1 nodes are available: 1 Insufficient cpu." in line
+               for line in r["report"])
+    assert "and no more than them: a control pod asking for 5899m CPU, one CPU less, was scheduled" in r["report"]
+
+
+def test_kep5517_the_refusal_may_be_said_by_the_event_only(kep5517):
+    r = verify(FakeApi(claim_status=STATUS, in_event=True))
+    assert not r.get("failed"), r
+    assert r["node_allocatable"]["probe"]["outcome"] == "unschedulable"
 
 
 def test_kep5517_unaccounted_claim_fails(kep5517):
-    r = verify(FakeApi(claim_status=STATUS, accounted=False))
+    r = verify(FakeApi(claim_status=STATUS, accounted=0))
     assert r["failed"] and "was scheduled beside the claim" in r["msg"]
     r = verify(FakeApi(claim_status=[]))
     assert r["failed"] and "names no claim dra-cpu-verify-cpu (it has: none)" in r["msg"]
+
+
+def test_kep5517_a_claim_counted_one_cpu_short_fails(kep5517):
+    """The lower bound: the scheduler counts 5 of the claim's 6 CPUs, the probe fits."""
+    r = verify(FakeApi(claim_status=STATUS, accounted=5000))
+    assert r["failed"] and "one CPU more than node real01 has left beside the claim's 6 CPUs, was scheduled" in r["msg"]
+
+
+def test_kep5517_a_claim_counted_as_more_than_its_cpus_fails(kep5517):
+    """The upper bound: the scheduler counts 7 CPUs for a 6-CPU claim; the probe is still refused for
+    insufficient CPU, the control one CPU smaller is refused too."""
+    r = verify(FakeApi(claim_status=STATUS, accounted=7000))
+    assert r["node_allocatable"]["probe"]["outcome"] == "unschedulable"
+    assert r["node_allocatable"]["control"]["outcome"] == "unschedulable"
+    assert r["failed"] and "the scheduler counts more than the claim's CPUs" in r["msg"]
+    assert "control pod (5899m CPU): unschedulable (scheduler: %s)" % INSUFFICIENT in r["report"]
+
+
+def test_kep5517_a_probe_refused_for_another_reason_fails(kep5517):
+    """Unschedulable is not enough: the scheduler must say insufficient CPU (here a taint refuses it)."""
+    taint = "0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unschedulable: }."
+    r = verify(FakeApi(claim_status=STATUS, refusal=taint))
+    assert r["node_allocatable"]["probe"] == {"name": "dra-cpu-verify-probe", "cpu_millis": 6899,
+                                              "outcome": "unschedulable, not for insufficient CPU", "message": taint}
+    assert r["failed"] and "is Unschedulable, but not for insufficient CPU (scheduler: %s)" % taint in r["msg"]
+    assert ("accounting probe (6899m CPU): unschedulable, not for insufficient CPU (scheduler: %s)" % taint
+            in r["report"])
+    r = verify(FakeApi(claim_status=STATUS, refusal=taint, in_event=True))
+    assert r["failed"] and "not for insufficient CPU" in r["msg"]
+
+
+def run_module(monkeypatch, api, **params):
+    """The module's own entry (run_verify, what plugins/modules/verify.py calls) with its argument spec's
+    defaults, the client factory answering with the fake API server."""
+    class Connected(object):
+        pass
+    connected = Connected()
+    connected.api = api
+    monkeypatch.setattr(V.factory, "connect", lambda get_client, source, p: connected)
+    return V.run_verify(dict(PARAMS, **params), False, None, None)
+
+
+def test_a_container_without_dra_cpuset_fails_by_default_and_passes_only_with_the_setting(monkeypatch):
+    assert (PARAMS["allow_missing_dra_cpuset"], PARAMS["require_metadata"]) == (False, False)
+    # the control: with DRA_CPUSET_<claim uid> the defaults pass
+    r = run_module(monkeypatch, FakeApi())
+    assert not r.get("failed") and r["passed"], r
+    # without it: the defaults fail, naming the setting
+    api = FakeApi(log=container_log(dra_cpuset=False))
+    r = run_module(monkeypatch, api)
+    assert r["failed"] and not r["passed"] and api.objects == {}
+    assert "the driver injected no DRA_CPUSET_claim-uid into container compute (it has: none)" in r["msg"]
+    assert "Set dra_cpu_verify_allow_missing_dra_cpuset=true" in r["msg"]
+    # with the setting: passes, and says what it accepted
+    r = run_module(monkeypatch, FakeApi(log=container_log(dra_cpuset=False)), allow_missing_dra_cpuset=True)
+    assert not r.get("failed") and r["passed"], r
+    assert "no DRA_CPUSET_claim-uid (accepted: dra_cpu_verify_allow_missing_dra_cpuset)" in " ".join(r["report"])
+    # the setting does not accept a DRA_CPUSET_* that is there but wrong
+    bad = container_log().replace("DRA_CPUSET_%s=6-11" % UID, "DRA_CPUSET_%s=6-8" % UID)
+    r = run_module(monkeypatch, FakeApi(log=bad), allow_missing_dra_cpuset=True)
+    assert r["failed"] and "holds 3 CPUs, the claim asks for 6" in r["msg"]
