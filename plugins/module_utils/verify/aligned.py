@@ -74,6 +74,8 @@ class AlignedProof(TypedDict):
     device: Optional[AlignedDevice]
     common: List[Any]
     problems: List[str]
+
+
 OLD_SCHEDULER = ("this cluster's kube-scheduler (Kubernetes older than 1.37) compares the CPU devices' list of "
                  "%s as one value, so an aligned claim is never allocated: use Kubernetes %s or newer")
 
