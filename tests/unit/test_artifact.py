@@ -15,20 +15,11 @@ from collection_artifact import REPO, build, manifest, members, read_member
 SHIPPED_DIRS = ("plugins", "roles", "playbooks", "meta", "docs", "changelogs", "scripts")
 SHIPPED_FILES = ("README.md", "LICENSE", "requirements.txt", "bindep.txt")
 GENERATED = ("MANIFEST.json", "FILES.json")
-# the type hints (issue 31 item 5) add about 6 KiB compressed; moving the harness's
-# docs/test-cluster.md out of the artifact took off more (197,488 bytes with both); verify as a stage
-# of its own (issue 29: its module, action plugin and module_utils/verify/ in place of verify_claim.yml)
-# and its documentation add about 16 KiB (203,471 bytes before it, 219,845 with it); KubeVirt's design as
-# merged in verify (issue 37: the VMI's fields, objects.py, node_allocatable.py and their docs) about 11 KiB
-# more (230,923 bytes), the KEP-5517 mapping in the role (its validate, chart, preflight and topology parts)
-# and the manual's pages under docs/ (issue 38) 14 KiB more (244,830 bytes); docs/upstream.md, the upstream
-# facts the code relies on (issue 45 item 7), about 9 KiB more (259,488 bytes); issue 45's refactor (the wait
-# primitive, the client factory, the typed shapes and the reasoning moved from docstrings into
-# docs/internals.md) about 14 KiB more (273,259 bytes); issue 46's stricter checks (the KEP-5517 probe's
-# control pod, its words in the docs and docs/upstream.md's e2e facts) bring it to 279,917 bytes; with
-# issue 46's other items merged and verify's aligned mode (item 3: aligned.py, its docs and upstream facts,
-# about 9 KiB alone) it measured 297,382 bytes
-MAX_BYTES = 292 * 1024
+# the size budget of the built collection (plugins, role, playbooks, docs/, changelogs; the harness stays
+# out): a limit that catches a stray file (a fixture, a cache, a binary), set a little above what the
+# collection measures (299,928 bytes on 2026-12-07 with PCIe roots, verify's aligned mode and
+# docs/upstream.md); git log of this line says how it grew
+MAX_BYTES = 304 * 1024
 # Projects the documents may link to that are not this collection
 OTHER_PROJECTS = {
     "kubernetes-sigs/dra-driver-cpu", "kubernetes/kubernetes", "kubernetes/enhancements",
@@ -73,7 +64,7 @@ def test_artifact_has_every_file_of_the_shipped_directories(artifact):
     assert expected - names == set()
 
 
-def test_artifact_is_under_200_kib_compressed(artifact):
+def test_artifact_stays_within_its_size_budget(artifact):
     size = os.path.getsize(artifact)
     assert size < MAX_BYTES, f"{artifact}: {size} bytes"
 
