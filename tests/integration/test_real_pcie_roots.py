@@ -16,7 +16,8 @@ and the preflight refusal on a cluster without the `DRAListTypeAttributes` gate.
   table give each cell's roots, and preflight found the gate enabled. Negative control: the same
   cluster reinstalled with the setting off, no device carries the attribute and the fact has no roots.
   With every CPU a root is local to reserved, no device carries one and the install fails at the
-  topology wait's timeout saying so.
+  topology wait's timeout saying so. Last, chart 0.3.0 (the project's driver, which reads the roots
+  from $HOST_ROOT/sys/devices) publishes the same roots per cell.
 - 'pcie-gate-off' (`CLUSTER_FEATURE_GATES=DRAListTypeAttributes=false`, one simulated node): the
   real API server drops a ResourceSlice's list value and refuses the slice (what preflight's message
   says; the same slice without it is accepted); the install
@@ -37,7 +38,7 @@ from ansible_run import run_playbook
 from cluster_images import HOST_ROOT
 from cluster_node_hw import machine_hw
 from cluster_reset import helm
-from real_nodes_lib import cpuset_ids, node_dir, skip_marks, wait
+from real_nodes_lib import cpuset_ids, node_dir, runs_upstreams_binary, skip_marks
 
 pytestmark = [pytest.mark.timeout(1200)]
 
@@ -222,6 +223,22 @@ def test_no_root_local_to_an_unreserved_cpu_the_wait_says_so(pcie_cluster, insta
     assert SIMULATED in msg and f"no device carries {PCIE_ROOT} yet (dra_cpu_expose_pcie_roots: true)" in msg, msg
     assert "found no PCIe root local to its CPUs" in msg, msg
     assert published_roots(pcie_cluster, SIMULATED) == {}
+
+
+@on_real_nodes
+def test_the_projects_driver_publishes_the_same_roots(pcie_cluster, installed_on, roots):
+    """Chart 0.3.0 (the project's driver, standing in for upstream main; tests/cluster/driver reads the
+    roots from $HOST_ROOT/sys/devices, where the real node shows the machine's) with the setting on:
+    each cell carries exactly the roots upstream's v0.2.0 gave it above, and the fact says so. Runs
+    last: after the timeout case its driver ran on real01 alone, so the wait takes only new pools."""
+    r = run_playbook(pcie_cluster, "install", extra_vars={"dra_cpu_reserved_cpus": "", "dra_cpu_expose_pcie_roots": True},
+                     env=NO_SIZING)
+    assert r.rc == 0, r.failure_messages() or r
+    assert not runs_upstreams_binary(pcie_cluster)
+    for node in (SIMULATED, MACHINE):
+        want = expected_roots(node_cells(pcie_cluster, node), roots)
+        assert published_roots(pcie_cluster, node) == {cell: {"strings": names} for cell, names in want.items()}, node
+        assert r.fact("dra_cpu_topology")["nodes"][node]["pcie_roots"] == want, node
 
 
 # ---- the gate off: one simulated node is enough (preflight reads the API server) ----
