@@ -21,11 +21,10 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.common.versions
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Finding
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules import (
-    ERROR,
-    OK,
     WARNING,
+    SettingGate,
+    check_setting_gate,
     finding,
-    parse_feature_gates,
 )
 
 CHECK = "list_attributes_gate"
@@ -44,33 +43,15 @@ FIX = ("start kube-apiserver and kube-scheduler with --feature-gates=%s=true (al
        "Kubernetes 1.36), %s" % (GATE, _OFF))
 
 
+GATE_RULE = SettingGate(
+    check=CHECK, gate=GATE, variable=VARIABLE, tails=("; " + BREAKS, "; " + BREAKS, ": " + BREAKS),
+    fixes=("grant 'get' on the non-resource URL /metrics to this user, %s" % _OFF,
+           "use Kubernetes 1.36 or newer with the gate enabled, %s" % _OFF, FIX))
+
+
 def check_api_server(metrics_text: str | None, error: str | None = None) -> list[Finding]:
-    """The API server must report ``DRAListTypeAttributes`` enabled; metrics that cannot be read
-    (``error`` the reason) or that lack the gate's sample are an error too: PCIe roots are asked for
-    and nothing confirms the API server keeps them."""
-    if metrics_text is None:
-        return [finding(
-            CHECK, ERROR,
-            "%s: true, but the API server metrics could not be read to confirm %s%s; %s"
-            % (VARIABLE, GATE, ": %s" % error if error else "", BREAKS),
-            observed="unknown", required=REQUIRED,
-            fix="grant 'get' on the non-resource URL /metrics to this user, %s" % _OFF)]
-    state = parse_feature_gates(metrics_text).get(GATE)
-    if state is None:
-        return [finding(
-            CHECK, ERROR,
-            "%s: true, but the API server does not know the feature gate %s (it is older than Kubernetes "
-            "1.36); %s" % (VARIABLE, GATE, BREAKS),
-            observed="absent", required=REQUIRED,
-            fix="use Kubernetes 1.36 or newer with the gate enabled, %s" % _OFF)]
-    stage = state["stage"] or "GA"
-    if state["enabled"]:
-        return [finding(CHECK, OK, "%s is enabled on the API server (%s)" % (GATE, stage),
-                        observed="enabled (%s)" % stage, required=REQUIRED)]
-    return [finding(
-        CHECK, ERROR,
-        "%s: true, but %s is disabled on the API server (%s): %s" % (VARIABLE, GATE, stage, BREAKS),
-        observed="disabled (%s)" % stage, required=REQUIRED, fix=FIX)]
+    """The API server must report ``DRAListTypeAttributes`` enabled (rules.check_setting_gate)."""
+    return check_setting_gate(GATE_RULE, metrics_text, error)
 
 
 def check_scheduler(version: str | K8sObject) -> list[Finding]:

@@ -27,6 +27,8 @@ from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.rules
     ERROR,
     OK,
     WARNING,
+    SettingGate,
+    check_setting_gate,
     finding,
     parse_feature_gates,
 )
@@ -49,34 +51,17 @@ def _fix(where: str) -> str:
             "kube-scheduler, kube-controller-manager and every kubelet), %s" % (where, GATE, _OFF))
 
 
+GATE_RULE = SettingGate(
+    check=CHECK, gate=GATE, variable=VARIABLE,
+    tails=("", ": it would drop nodeAllocatableResources from every slice",
+           ": it drops nodeAllocatableResources from every slice"),
+    fixes=("grant 'get' on the non-resource URL /metrics to this user, %s" % _OFF,
+           "use Kubernetes 1.37 or newer with the gate enabled, %s" % _OFF, _fix("kube-apiserver")))
+
+
 def check_api_server(metrics_text: str | None, error: str | None = None) -> list[Finding]:
-    """The API server must report ``DRANodeAllocatableResources`` enabled; None (``error`` the
-    reason) or a metric without the gate's sample is an error too: the mapping is asked for and
-    nothing confirms the API server keeps it."""
-    if metrics_text is None:
-        return [finding(
-            CHECK, ERROR,
-            "%s: true, but the API server metrics could not be read to confirm %s%s"
-            % (VARIABLE, GATE, ": %s" % error if error else ""),
-            observed="unknown", required=REQUIRED,
-            fix="grant 'get' on the non-resource URL /metrics to this user, %s" % _OFF)]
-    state = parse_feature_gates(metrics_text).get(GATE)
-    if state is None:
-        return [finding(
-            CHECK, ERROR,
-            "%s: true, but the API server does not know the feature gate %s (it is older than Kubernetes "
-            "1.36): it would drop nodeAllocatableResources from every slice" % (VARIABLE, GATE),
-            observed="absent", required=REQUIRED,
-            fix="use Kubernetes 1.37 or newer with the gate enabled, %s" % _OFF)]
-    stage = state["stage"] or "GA"
-    if state["enabled"]:
-        return [finding(CHECK, OK, "%s is enabled on the API server (%s)" % (GATE, stage),
-                        observed="enabled (%s)" % stage, required=REQUIRED)]
-    return [finding(
-        CHECK, ERROR,
-        "%s: true, but %s is disabled on the API server (%s): it drops nodeAllocatableResources from "
-        "every slice" % (VARIABLE, GATE, stage),
-        observed="disabled (%s)" % stage, required=REQUIRED, fix=_fix("kube-apiserver"))]
+    """The API server must report ``DRANodeAllocatableResources`` enabled (rules.check_setting_gate)."""
+    return check_setting_gate(GATE_RULE, metrics_text, error)
 
 
 def kubelet_gates(configz: str | bytes | K8sObject) -> dict[str, bool]:

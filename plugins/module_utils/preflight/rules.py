@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import re
 from collections.abc import Iterable
+from typing import TypedDict
 
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.k8s.types import K8sObject
 from ansible_collections.kubevirtci.dra_cpu.plugins.module_utils.preflight.types import Finding, GateState, Summary
@@ -104,6 +105,40 @@ def gate_enabled(metrics_text: str, gate: str = DEFAULT_FEATURE_GATE) -> bool | 
     if gate not in gates:
         return None
     return gates[gate]["enabled"]
+
+
+class SettingGate(TypedDict):
+    """An API-server gate that a setting needs: the check's name, the gate, the setting's variable, what
+    each message adds (``tails``: metrics unread, gate absent, gate disabled) and each one's fix."""
+    check: str
+    gate: str
+    variable: str
+    tails: tuple[str, str, str]
+    fixes: tuple[str, str, str]
+
+
+def check_setting_gate(rule: SettingGate, metrics_text: str | None, error: str | None = None) -> list[Finding]:
+    """The API server must report ``rule``'s gate enabled; metrics that cannot be read (``error`` the
+    reason) or that lack the gate's sample are an error too: the setting is asked for and nothing
+    confirms the API server keeps what it publishes."""
+    check, gate, variable = rule["check"], rule["gate"], rule["variable"]
+    required = "%s enabled" % gate
+    if metrics_text is None:
+        return [finding(check, ERROR, "%s: true, but the API server metrics could not be read to confirm %s%s%s"
+                        % (variable, gate, ": %s" % error if error else "", rule["tails"][0]),
+                        observed="unknown", required=required, fix=rule["fixes"][0])]
+    state = parse_feature_gates(metrics_text).get(gate)
+    if state is None:
+        return [finding(check, ERROR, "%s: true, but the API server does not know the feature gate %s (it is older "
+                        "than Kubernetes 1.36)%s" % (variable, gate, rule["tails"][1]),
+                        observed="absent", required=required, fix=rule["fixes"][1])]
+    stage = state["stage"] or "GA"
+    if state["enabled"]:
+        return [finding(check, OK, "%s is enabled on the API server (%s)" % (gate, stage),
+                        observed="enabled (%s)" % stage, required=required)]
+    return [finding(check, ERROR, "%s: true, but %s is disabled on the API server (%s)%s"
+                    % (variable, gate, stage, rule["tails"][2]),
+                    observed="disabled (%s)" % stage, required=required, fix=rule["fixes"][2])]
 
 
 def _gate_not_needed(metrics_text: str | None, gate: str) -> list[Finding]:
