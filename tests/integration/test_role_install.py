@@ -138,11 +138,12 @@ def assert_short_noop_output(cluster):
     """A no-op run with the default callback: the release task names the cluster before it changes
     anything, and the whole output stays short (issue 16: at most 40 lines; 198 before the stages,
     43 with a gate task of its own; 41 since the report's last line gives the largest VM in vCPUs
-    too, issue 29, and the YAML result format wraps it at 80 columns). Issue 38: ansible-core's blank
-    line before the play, then at most 40 lines, the play and its report (seen: 1 + 40), and no
-    warning before them (plain_install reads stderr)."""
+    too, issue 29, and the YAML result format wraps it at 80 columns); the helm stage's second call
+    (fitting helm to the chart's values schema, issue 45) is a ninth task of three lines: at most 43.
+    Issue 38: ansible-core's blank line before the play, then the play and its report (seen: 1 + 43),
+    and no warning before them (plain_install reads stderr)."""
     out = plain_install(cluster)
-    assert out[0] == "" and out[1].startswith("PLAY [") and len(out[1:]) <= 40, "\n".join(out)
+    assert out[0] == "" and out[1].startswith("PLAY [") and len(out[1:]) <= 43, "\n".join(out)
 
 
 def test_a_first_install_prints_at_most_60_lines(cluster):
